@@ -1,0 +1,151 @@
+// Configuration from the environment: every variable, good and bad values.
+#include "config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace memwatch::shim;
+
+namespace {
+
+std::map<std::string, std::string> g_env;
+std::vector<std::string> g_warnings;
+
+const char* fake_env(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+void collect(const std::string& message) { g_warnings.push_back(message); }
+
+Config load(std::map<std::string, std::string> env, std::vector<std::string> args = {"/bin/prog"}) {
+  g_env = std::move(env);
+  g_warnings.clear();
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  Config c{};
+  config_load(c, fake_env, static_cast<int>(args.size()), argv.data(), collect);
+  return c;
+}
+
+double param(const Config& c, const char* name) {
+  const Param* p = config_find_param(c, name);
+  return p ? p->value : -1;
+}
+
+TEST(Config, DefaultsWithAnEmptyEnvironment) {
+  const Config c = load({});
+  EXPECT_TRUE(g_warnings.empty());
+  EXPECT_STREQ(c.workload, "prog");
+  EXPECT_EQ(c.param_count, 0);
+  EXPECT_EQ(c.on_oom, OnOom::warn);
+  EXPECT_EQ(c.allocator, Allocator::system);
+  EXPECT_EQ(c.batch_bytes, kBatchBytes);
+  EXPECT_EQ(c.report_path[0], '\0');
+  EXPECT_EQ(std::string(c.endpoint).rfind("ipc://", 0), 0u);
+}
+
+TEST(Config, EveryVariableParsed) {
+  const Config c = load({{"MEMWATCH_REPORT", "/tmp/r.%p.json"},
+                         {"MEMWATCH_ENDPOINT", "tcp://127.0.0.1:5555"},
+                         {"MEMWATCH_WORKLOAD", "unet3d"},
+                         {"MEMWATCH_PARAMS", "batch=4, dim=128,lr=1e-4"},
+                         {"MEMWATCH_CAPACITY", "host=24GiB,device0=80GiB,device3=1.5G"},
+                         {"MEMWATCH_ON_OOM", "abort"},
+                         {"MEMWATCH_ALLOCATOR", "jemalloc"},
+                         {"MEMWATCH_SIGNALS", "off"},
+                         {"MEMWATCH_BATCH_BYTES", "0"}});
+  EXPECT_TRUE(g_warnings.empty()) << g_warnings.front();
+  EXPECT_STREQ(c.report_path, "/tmp/r.%p.json");
+  EXPECT_STREQ(c.endpoint, "tcp://127.0.0.1:5555");
+  EXPECT_STREQ(c.workload, "unet3d");
+  EXPECT_EQ(param(c, "batch"), 4);
+  EXPECT_EQ(param(c, "dim"), 128);
+  EXPECT_DOUBLE_EQ(param(c, "lr"), 1e-4);
+  EXPECT_EQ(c.host_capacity, 24LL << 30);
+  EXPECT_EQ(c.device_capacity[0], 80LL << 30);
+  EXPECT_EQ(c.device_capacity[3], 3LL << 29);
+  EXPECT_EQ(c.on_oom, OnOom::abort);
+  EXPECT_EQ(c.allocator, Allocator::jemalloc);
+  EXPECT_FALSE(c.signals);
+  EXPECT_EQ(c.batch_bytes, 0);
+}
+
+TEST(Config, ArgvParamsTakeBothFlagForms) {
+  const Config c = load({{"MEMWATCH_ARGV_PARAMS", "--batch-size:batch,--dim:dim,--absent:x"}},
+                        {"/opt/train", "--batch-size", "8", "--dim=96", "--other", "1"});
+  EXPECT_TRUE(g_warnings.empty());
+  EXPECT_EQ(param(c, "batch"), 8);
+  EXPECT_EQ(param(c, "dim"), 96);
+  EXPECT_EQ(config_find_param(c, "x"), nullptr);
+}
+
+TEST(Config, ExplicitParamsOverrideArgvParams) {
+  const Config c = load({{"MEMWATCH_ARGV_PARAMS", "--batch-size:batch"},
+                         {"MEMWATCH_PARAMS", "batch=2"}},
+                        {"/opt/train", "--batch-size", "8"});
+  EXPECT_EQ(param(c, "batch"), 2);
+}
+
+TEST(Config, EachBadValueGivesOneMessageNamingTheVariableAndKeepsTheDefault) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"MEMWATCH_PARAMS", "batch=four"},
+      {"MEMWATCH_PARAMS", "batch"},
+      {"MEMWATCH_PARAMS", "=3"},
+      {"MEMWATCH_PARAMS", "dim=nan"},
+      {"MEMWATCH_PARAMS", "dim=1e309"},
+      {"MEMWATCH_ARGV_PARAMS", "batch"},
+      {"MEMWATCH_CAPACITY", "host=lots"},
+      {"MEMWATCH_CAPACITY", "gpu=1G"},
+      {"MEMWATCH_CAPACITY", "device99=1G"},
+      {"MEMWATCH_ON_OOM", "maybe"},
+      {"MEMWATCH_ALLOCATOR", "tcmalloc"},
+      {"MEMWATCH_SIGNALS", "yes"},
+      {"MEMWATCH_WORKLOAD", "two words"},
+      {"MEMWATCH_ENDPOINT", "localhost:5555"},
+      {"MEMWATCH_BATCH_BYTES", "1GiB"},
+  };
+  for (const auto& [variable, value] : bad) {
+    const Config c = load({{variable, value}});
+    ASSERT_EQ(g_warnings.size(), 1u) << variable << "=" << value;
+    EXPECT_NE(g_warnings[0].find(variable), std::string::npos) << g_warnings[0];
+    EXPECT_NE(g_warnings[0].find("expected"), std::string::npos) << g_warnings[0];
+    EXPECT_EQ(c.param_count, 0);
+    EXPECT_EQ(c.host_capacity, 0);
+    EXPECT_EQ(c.on_oom, OnOom::warn);
+    EXPECT_EQ(c.allocator, Allocator::system);
+    EXPECT_STREQ(c.workload, "prog");
+  }
+}
+
+TEST(Config, ANonNumericProgramFlagIsNamed) {
+  load({{"MEMWATCH_ARGV_PARAMS", "--batch-size:batch"}}, {"/opt/train", "--batch-size=big"});
+  ASSERT_EQ(g_warnings.size(), 1u);
+  EXPECT_NE(g_warnings[0].find("--batch-size"), std::string::npos);
+  EXPECT_NE(g_warnings[0].find("big"), std::string::npos);
+}
+
+TEST(Config, Sizes) {
+  EXPECT_EQ(config_parse_size("1000"), 1000);
+  EXPECT_EQ(config_parse_size("4K"), 4096);
+  EXPECT_EQ(config_parse_size("4KB"), 4000);
+  EXPECT_EQ(config_parse_size("24GiB"), 24LL << 30);
+  EXPECT_EQ(config_parse_size("0.5 MiB"), 1 << 19);
+  EXPECT_EQ(config_parse_size("2TB"), 2000000000000LL);
+  EXPECT_EQ(config_parse_size("GiB"), -1);
+  EXPECT_EQ(config_parse_size("12 parsecs"), -1);
+  EXPECT_EQ(config_parse_size("99999999999TiB"), -1);
+}
+
+TEST(Config, TooManyParametersIsAnError) {
+  std::string many;
+  for (int i = 0; i <= kMaxParams; ++i) many += "p" + std::to_string(i) + "=1,";
+  const Config c = load({{"MEMWATCH_PARAMS", many}});
+  ASSERT_EQ(g_warnings.size(), 1u);
+  EXPECT_EQ(c.param_count, 0);
+}
+
+}  // namespace

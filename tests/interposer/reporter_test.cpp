@@ -1,0 +1,86 @@
+// The reporter thread and the shared-memory segment.
+#include "reporter.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "segment.hpp"
+
+using namespace memwatch::shim;
+using namespace std::chrono_literals;
+
+namespace {
+
+TEST(Reporter, SamplesWhileThreadsCountAndStopsPromptly) {
+  Reporter reporter;
+  std::atomic<std::int64_t> seen_peak{0};
+  ReporterOptions options;
+  options.period = 1ms;
+  reporter.start(options, [&](const CounterSnapshot& s) { seen_peak = s.host_peak; }, nullptr);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 3; ++t)
+    workers.emplace_back([] {
+      for (int i = 0; i < 2000; ++i) {
+        counters_heap_add(kExactBytes);
+        counters_heap_add(-kExactBytes);
+      }
+    });
+  for (auto& w : workers) w.join();
+  std::this_thread::sleep_for(20ms);
+  const auto started = std::chrono::steady_clock::now();
+  reporter.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
+  EXPECT_GT(reporter.samples_taken(), 2u);
+  EXPECT_GE(seen_peak.load(), kExactBytes);
+  reporter.stop();  // twice is fine
+}
+
+TEST(Reporter, WarnsOnceWhenLiveMemoryPassesTheShareOfCapacity) {
+  CounterBlock block{};
+  CounterBlock* previous = &counters_block();
+  counters_init_block(block, 1, 0, false);
+  block.host_live.store(0);
+  counters_use_block(&block);
+  std::atomic<int> warnings{0};
+  ReporterOptions options;
+  options.period = 1ms;
+  options.host_capacity_bytes = 100 << 20;
+  Reporter reporter;
+  reporter.start(options, nullptr, [&](std::int64_t, std::int64_t) { ++warnings; });
+  std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(warnings.load(), 0);
+  counters_mmap_add(95 << 20);
+  for (int i = 0; i < 200 && warnings.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(10ms);
+  reporter.stop();
+  counters_mmap_add(-(95 << 20));
+  counters_use_block(previous);
+  EXPECT_EQ(warnings.load(), 1);
+}
+
+TEST(Segment, AWatcherReadsTheLastValuesUntilItIsRemoved) {
+  const int pid = 900000 + static_cast<int>(getpid() % 1000);  // not a live pid of ours
+  CounterBlock* block = segment_create(pid);
+  ASSERT_NE(block, nullptr);
+  block->magic = CounterBlock::kMagic;
+  block->version = CounterBlock::kBlockVersion;
+  block->pid = pid;
+  block->host_peak.store(777);
+  block->heap_live.store(55);
+  const auto seen = segment_read(pid);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->host_peak, 777);
+  EXPECT_EQ(seen->heap_live, 55);
+  EXPECT_FALSE(seen->exited);
+  segment_remove(pid);
+  EXPECT_FALSE(segment_read(pid).has_value());
+}
+
+TEST(Segment, ReadingAMissingOrForeignSegmentIsEmpty) {
+  EXPECT_FALSE(segment_read(999999999).has_value());
+}
+
+}  // namespace
