@@ -6,7 +6,7 @@
 
 namespace memwatch::shim {
 
-thread_local ThreadCounters tls_counters __attribute__((tls_model("initial-exec"))) = {};
+constinit thread_local ThreadCounters tls_counters __attribute__((tls_model("initial-exec"))) = {};
 
 namespace {
 

@@ -98,7 +98,9 @@ struct ThreadCounters {
   bool exited;  // its pthread key destructor ran: late frees go straight to the block
 };
 
-extern thread_local ThreadCounters tls_counters __attribute__((tls_model("initial-exec")));
+// constinit: no dynamic initialisation, so no TLS wrapper call on the hooks' path.
+extern constinit thread_local ThreadCounters tls_counters
+    __attribute__((tls_model("initial-exec")));
 
 void counters_heap_flush_slow(ThreadCounters& t, std::int64_t delta) noexcept;
 

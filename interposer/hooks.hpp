@@ -13,18 +13,20 @@
 
 namespace memwatch::shim {
 
-// True when this call is not a plain program call: the real functions are not known yet, or
-// the calling thread runs memwatch's own code.
-inline bool hooks_rare_case() noexcept {
-  return __builtin_expect(
-      tls_counters.internal != 0 || !g_ready.load(std::memory_order_relaxed), 0);
-}
+// True when the calling thread runs memwatch's own code (or the real functions are being looked
+// up): its allocations are the shim's, served from the shim's arena.
+inline bool hooks_shim_call() noexcept { return __builtin_expect(tls_counters.internal != 0, 0); }
 
-// The slow path of hooks_rare_case: resolves the real functions if needed; true when the call
-// turns out to be the program's after all (a first call), false when it is the shim's own.
-bool hooks_program_call() noexcept;
-
+// The usable size of a block the program holds. For glibc's allocator it is read from the
+// chunk header in the block's own cache line (what glibc's malloc_usable_size computes for a
+// chunk in use, without the call and without touching the next chunk); for any other allocator
+// it is asked.
 inline std::int64_t hooks_usable(void* p) noexcept {
+  if (__builtin_expect(g_real_is_glibc, 1)) {
+    // Chunk size in the high bits; bit 1 (IS_MMAPPED) costs a second header word.
+    const std::size_t header = static_cast<const std::size_t*>(p)[-1];
+    return static_cast<std::int64_t>((header & ~std::size_t{7}) - 8 - ((header & 2) << 2));
+  }
   return static_cast<std::int64_t>(g_real.malloc_usable_size(p));
 }
 

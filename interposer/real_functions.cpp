@@ -14,8 +14,8 @@
 
 namespace memwatch::shim {
 
-RealFunctions g_real{};
 std::atomic<bool> g_ready{false};
+bool g_real_is_glibc = false;
 std::uintptr_t g_jemalloc_begin = 0;
 std::uintptr_t g_jemalloc_end = 0;
 
@@ -102,7 +102,29 @@ void* je_pvalloc_(std::size_t n) {
 }
 std::size_t je_usable_(void* p) { return p == nullptr ? 0 : sallocx(p, 0); }
 
+// Until the lookup has run, the malloc family's slots hold trampolines that run it and then
+// forward: the hooks' fast path needs no "ready yet?" test of its own.
+template <auto Slot, typename R, typename... Args>
+R resolve_then(Args... args) {
+  real_functions_resolve();
+  return (g_real.*Slot)(args...);
+}
+
 }  // namespace
+
+RealFunctions g_real = {
+    resolve_then<&RealFunctions::malloc, void*, std::size_t>,
+    resolve_then<&RealFunctions::free, void, void*>,
+    resolve_then<&RealFunctions::calloc, void*, std::size_t, std::size_t>,
+    resolve_then<&RealFunctions::realloc, void*, void*, std::size_t>,
+    resolve_then<&RealFunctions::posix_memalign, int, void**, std::size_t, std::size_t>,
+    resolve_then<&RealFunctions::aligned_alloc, void*, std::size_t, std::size_t>,
+    resolve_then<&RealFunctions::memalign, void*, std::size_t, std::size_t>,
+    resolve_then<&RealFunctions::valloc, void*, std::size_t>,
+    resolve_then<&RealFunctions::pvalloc, void*, std::size_t>,
+    resolve_then<&RealFunctions::malloc_usable_size, std::size_t, void*>,
+    nullptr, nullptr, nullptr, nullptr,  // mmap, munmap, mremap, _exit: resolved by their hooks
+};
 
 void real_functions_resolve() noexcept {
   if (g_ready.load(std::memory_order_acquire)) return;
@@ -132,7 +154,12 @@ void real_functions_resolve() noexcept {
   lookup(RTLD_NEXT, "munmap", r.munmap);
   lookup(RTLD_NEXT, "mremap", r.mremap);
   lookup(RTLD_NEXT, "_exit", r.exit_now);
+  // glibc's malloc is also exported as __libc_malloc; the next malloc is glibc's exactly when
+  // the two are the same function.
+  g_real_is_glibc = r.malloc != nullptr &&
+                    reinterpret_cast<void*>(r.malloc) == dlsym(RTLD_NEXT, "__libc_malloc");
   if (wants_jemalloc()) {
+    g_real_is_glibc = false;
     r.malloc = je_malloc_;
     r.free = je_free_;
     r.calloc = je_calloc_;

@@ -28,8 +28,13 @@ struct RealFunctions {
   void (*exit_now)(int);  // _exit
 };
 
+// Before the lookup, the malloc family's slots are trampolines that run it (a thread re-entered
+// from dlsym is internal and never reaches them); the other slots are null until g_ready.
 extern RealFunctions g_real;
 extern std::atomic<bool> g_ready;
+// The real malloc is glibc's own (not another preloaded allocator, not jemalloc hosting), so
+// its chunk layout can be read directly. Set once, before g_ready.
+extern bool g_real_is_glibc;
 
 // The code range of libjemalloc, which maps its own memory through the hooked mmap (from its
 // constructor on, before ours runs): those mappings are allocator metadata or heap, never the
