@@ -9,12 +9,18 @@
 #include <string>
 
 #include "config.hpp"
+#include "device_count.hpp"
 #include "hooks.hpp"
 #include "log.hpp"
 #include "proc_stats.hpp"
 #include "report.hpp"
 #include "reporter.hpp"
 #include "segment.hpp"
+#if MEMWATCH_DEVICE_HOOKS
+#include "device_cupti.hpp"
+#include "device_hooks.hpp"
+#include "device_nvml.hpp"
+#endif
 
 using namespace memwatch::shim;
 
@@ -40,6 +46,27 @@ struct InternalScope {
   InternalScope& operator=(const InternalScope&) = delete;
 };
 
+std::int64_t device_capacity(int device) {
+  if (g_config.device_capacity[device] > 0) return g_config.device_capacity[device];
+#if MEMWATCH_DEVICE_HOOKS
+  return device_nvml_capacity(device);
+#else
+  return 0;
+#endif
+}
+
+// On the reporter thread, each sample: once the program has brought CUDA, CUPTI is tried and
+// the devices' capacities read (both load libraries: never from a hook).
+void device_tick(const CounterSnapshot&) {
+#if MEMWATCH_DEVICE_HOOKS
+  static bool started = false;
+  if (started || !device_cuda_seen()) return;
+  started = true;
+  device_cupti_start(std::getenv("MEMWATCH_CUPTI"));
+  device_nvml_read();
+#endif
+}
+
 // Once per process; async-signal-safe (report formatting and writing allocate nothing).
 void finish(ExitCause cause, int detail) noexcept {
   if (getpid() != g_pid) return;  // a vfork child: the report is its parent's to write
@@ -57,6 +84,8 @@ void finish(ExitCause cause, int detail) noexcept {
     facts.pid = g_pid;
     facts.cause = cause;
     facts.detail = detail;
+    facts.device_sources = device_sources();
+    for (int i = 0; i < kMaxDevices; ++i) facts.device_capacity_bytes[i] = device_capacity(i);
     static char buffer[64 * 1024];
     const std::string_view json = report_format(facts, buffer, sizeof buffer);
     if (json.empty() || !report_write(g_config.report_path, g_pid, json))
@@ -97,7 +126,7 @@ void warn_capacity(std::int64_t live, std::int64_t capacity) {
 void start_reporter() {
   ReporterOptions options;
   options.host_capacity_bytes = g_host_capacity;
-  g_reporter->start(options, nullptr, warn_capacity);
+  g_reporter->start(options, device_tick, warn_capacity);
 }
 
 // A new segment for this pid, carrying the current values; says so once if it cannot.

@@ -1,0 +1,101 @@
+// dlsym, for programs that reach CUDA through dlopen + dlsym (a statically linked runtime
+// fetches cuGetProcAddress that way; PyTorch fetched libcuda's VMM functions so): the memory
+// functions come back wrapped.
+//
+// glibc's dlsym answers RTLD_NEXT relative to its caller's return address, so the hook must not
+// stand between a caller and the real dlsym for that handle: the entry point, in assembly,
+// jumps straight to the real dlsym for RTLD_NEXT (the return address is still the caller's) and
+// to the C++ part for every other handle. The shim's own lookups pass through the same entry.
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "device_hooks.hpp"
+
+using namespace memwatch::shim;
+
+namespace {
+
+using DlsymFn = void* (*)(void*, const char*);
+
+}  // namespace
+
+// Read by the assembly entry point (a plain aligned load of a pointer).
+extern "C" {
+__attribute__((visibility("hidden"))) DlsymFn memwatch_real_dlsym_ptr = nullptr;
+}
+
+extern "C" __attribute__((visibility("hidden"))) DlsymFn memwatch_resolve_real_dlsym() noexcept {
+  DlsymFn fn = __atomic_load_n(&memwatch_real_dlsym_ptr, __ATOMIC_ACQUIRE);
+  if (fn != nullptr) return fn;
+  // The default version of dlsym is GLIBC_2.34 since libdl moved into libc, GLIBC_2.2.5 before
+  // (x86-64). dlvsym is not hooked, and RTLD_NEXT from here means "after libmemwatch.so".
+  ++tls_counters.internal;
+  void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (p == nullptr) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  --tls_counters.internal;
+  fn = reinterpret_cast<DlsymFn>(p);
+  __atomic_store_n(&memwatch_real_dlsym_ptr, fn, __ATOMIC_RELEASE);
+  return fn;
+}
+
+// Every handle but RTLD_NEXT.
+extern "C" __attribute__((visibility("hidden"))) void* memwatch_dlsym_handle(void* handle,
+                                                                             const char* name) {
+  const DlsymFn real = memwatch_resolve_real_dlsym();
+  if (real == nullptr) return nullptr;
+  void* p = real(handle, name);
+  // Only CUDA's names are looked at: "cu" then an upper-case letter or "da".
+  if (p == nullptr || name == nullptr || name[0] != 'c' || name[1] != 'u') return p;
+  return device_wrap_exported(handle, name, p);
+}
+
+#if defined(__x86_64__)
+// RTLD_NEXT is ((void*)-1). The resolve call keeps the stack 16-byte aligned: entry leaves it
+// at 8 mod 16, two pushes and 8 more bytes bring it to 0 before the call.
+asm(R"(
+  .text
+  .globl dlsym
+  .type dlsym, @function
+  .p2align 4
+dlsym:
+  .cfi_startproc
+  cmpq $-1, %rdi
+  jne memwatch_dlsym_handle
+  movq memwatch_real_dlsym_ptr(%rip), %rax
+  testq %rax, %rax
+  jz 1f
+  jmp *%rax
+1:
+  pushq %rdi
+  .cfi_adjust_cfa_offset 8
+  pushq %rsi
+  .cfi_adjust_cfa_offset 8
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  call memwatch_resolve_real_dlsym
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  popq %rsi
+  .cfi_adjust_cfa_offset -8
+  popq %rdi
+  .cfi_adjust_cfa_offset -8
+  testq %rax, %rax
+  jz 2f
+  jmp *%rax
+2:
+  ret
+  .cfi_endproc
+  .size dlsym, .-dlsym
+)");
+#endif
+
+namespace memwatch::shim {
+
+void* device_real_dlsym(void* handle, const char* name) noexcept {
+  const DlsymFn real = memwatch_resolve_real_dlsym();
+  return real == nullptr ? nullptr : real(handle, name);
+}
+
+}  // namespace memwatch::shim
