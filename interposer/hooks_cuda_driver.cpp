@@ -298,6 +298,13 @@ Fn next(std::atomic<Fn>& slot, const char* name) {
   if (__builtin_expect(fn != nullptr, 1)) return fn;
   ++tls_counters.internal;
   fn = reinterpret_cast<Fn>(device_real_dlsym(RTLD_NEXT, name));
+  // A library loaded RTLD_LOCAL that hands out its exported functions by pointer (its own
+  // references bound to our hook) is not next in the global scope: ask it by name.
+  for (const char* library : {"libcuda.so.1"}) {
+    if (fn != nullptr) break;
+    if (void* handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD))
+      fn = reinterpret_cast<Fn>(device_real_dlsym(handle, name));
+  }
   --tls_counters.internal;
   if (fn == nullptr) log_line("%s is called but no library defines it", name);
   slot.store(fn, std::memory_order_release);
