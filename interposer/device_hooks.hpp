@@ -25,8 +25,8 @@ void* device_real_dlsym(void* handle, const char* name) noexcept;
 // The program's CUDA calls reached the shim: CUPTI may now be started (on the reporter thread).
 void device_note_cuda_seen() noexcept;
 bool device_cuda_seen() noexcept;
-// False while CUPTI counts: the hooks then count nothing new (frees still take their records
-// out of the shared table, which every source uses).
+// False while CUPTI counts: the hooks then count nothing, frees included (CUPTI takes out of
+// the shared table what the hooks recorded before it came up).
 bool device_hooks_count() noexcept;
 void device_set_cupti_counting(bool on) noexcept;
 
@@ -51,6 +51,15 @@ bool device_pci_bus_id(int device, char* out, int size) noexcept;
 
 // True when `address` lies in libmemwatch.so itself (RTLD_DEFAULT finds our own hooks).
 bool device_in_shim(const void* address) noexcept;
+
+// A hook's call: whether it is the program's own (not nested in another counted call), and
+// whether the hooks count, decided before the real call so that CUPTI taking over during the
+// call loses nothing (an allocation both see is recorded once, by the table).
+struct HookScope {
+  DeviceCallScope depth;
+  const bool outer = depth.outer();
+  const bool count = outer && device_hooks_count();
+};
 
 inline constexpr int kWrapperSlots = 8;
 

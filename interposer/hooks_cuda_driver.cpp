@@ -72,15 +72,13 @@ bool current_pool(int device, CUmemoryPool& pool, std::int64_t& reserved) noexce
 std::uint64_t as_key(CUdeviceptr p) { return static_cast<std::uint64_t>(p); }
 std::uint64_t as_key(const void* p) { return reinterpret_cast<std::uint64_t>(p); }
 
-bool counting(const DeviceCallScope& scope) { return scope.outer() && device_hooks_count(); }
-
 // ---- implementations ---------------------------------------------------------------------
 
 template <typename Fn>
 CUresult alloc_impl(Fn real, CUdeviceptr* dptr, std::size_t bytes) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const CUresult r = real(dptr, bytes);
-  if (r == CUDA_SUCCESS && dptr != nullptr && counting(scope))
+  if (r == CUDA_SUCCESS && dptr != nullptr && scope.count)
     device_note_alloc(as_key(*dptr), DeviceKind::device, current_device(),
                       static_cast<std::int64_t>(bytes), kSourceDriver);
   return r;
@@ -93,9 +91,9 @@ CUresult mem_alloc(decltype(&cuMemAlloc_v2) real, CUdeviceptr* dptr, std::size_t
 CUresult mem_alloc_pitch(decltype(&cuMemAllocPitch_v2) real, CUdeviceptr* dptr,
                          std::size_t* pitch, std::size_t width, std::size_t height,
                          unsigned element_bytes) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const CUresult r = real(dptr, pitch, width, height, element_bytes);
-  if (r == CUDA_SUCCESS && dptr != nullptr && pitch != nullptr && counting(scope))
+  if (r == CUDA_SUCCESS && dptr != nullptr && pitch != nullptr && scope.count)
     device_note_alloc(as_key(*dptr), DeviceKind::device, current_device(),
                       static_cast<std::int64_t>(*pitch * height), kSourceDriver);
   return r;
@@ -103,9 +101,9 @@ CUresult mem_alloc_pitch(decltype(&cuMemAllocPitch_v2) real, CUdeviceptr* dptr,
 
 CUresult mem_alloc_managed(decltype(&cuMemAllocManaged) real, CUdeviceptr* dptr,
                            std::size_t bytes, unsigned flags) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const CUresult r = real(dptr, bytes, flags);
-  if (r == CUDA_SUCCESS && dptr != nullptr && counting(scope))
+  if (r == CUDA_SUCCESS && dptr != nullptr && scope.count)
     device_note_alloc(as_key(*dptr), DeviceKind::managed, current_device(),
                       static_cast<std::int64_t>(bytes), kSourceDriver);
   return r;
@@ -113,9 +111,9 @@ CUresult mem_alloc_managed(decltype(&cuMemAllocManaged) real, CUdeviceptr* dptr,
 
 template <typename Fn, typename... Args>
 CUresult free_impl(Fn real, std::uint64_t key, Args... args) {
-  DeviceCallScope scope;
+  const HookScope scope;
   DeviceAllocation taken{};
-  const bool counted = scope.outer() && device_note_free(key, taken);
+  const bool counted = scope.count && device_note_free(key, taken);
   const CUresult r = real(args...);
   if (r != CUDA_SUCCESS && counted) device_undo_free(key, taken);
   return r;
@@ -126,9 +124,9 @@ CUresult mem_free(decltype(&cuMemFree_v2) real, CUdeviceptr p) {
 }
 
 CUresult mem_alloc_host(decltype(&cuMemAllocHost_v2) real, void** pp, std::size_t bytes) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const CUresult r = real(pp, bytes);
-  if (r == CUDA_SUCCESS && pp != nullptr && counting(scope))
+  if (r == CUDA_SUCCESS && pp != nullptr && scope.count)
     device_note_alloc(as_key(*pp), DeviceKind::pinned, 0, static_cast<std::int64_t>(bytes),
                       kSourceDriver);
   return r;
@@ -136,9 +134,9 @@ CUresult mem_alloc_host(decltype(&cuMemAllocHost_v2) real, void** pp, std::size_
 
 CUresult mem_host_alloc(decltype(&cuMemHostAlloc) real, void** pp, std::size_t bytes,
                         unsigned flags) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const CUresult r = real(pp, bytes, flags);
-  if (r == CUDA_SUCCESS && pp != nullptr && counting(scope))
+  if (r == CUDA_SUCCESS && pp != nullptr && scope.count)
     device_note_alloc(as_key(*pp), DeviceKind::pinned, 0, static_cast<std::int64_t>(bytes),
                       kSourceDriver);
   return r;
@@ -150,9 +148,9 @@ CUresult mem_free_host(decltype(&cuMemFreeHost) real, void* p) {
 
 CUresult mem_alloc_async(decltype(&cuMemAllocAsync) real, CUdeviceptr* dptr, std::size_t bytes,
                          CUstream stream) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const CUresult r = real(dptr, bytes, stream);
-  if (r != CUDA_SUCCESS || dptr == nullptr || !counting(scope)) return r;
+  if (r != CUDA_SUCCESS || dptr == nullptr || !scope.count) return r;
   const int device = current_device();
   CUmemoryPool pool{};
   std::int64_t reserved = 0;
@@ -170,9 +168,9 @@ CUresult mem_alloc_async(decltype(&cuMemAllocAsync) real, CUdeviceptr* dptr, std
 }
 
 CUresult mem_free_async(decltype(&cuMemFreeAsync) real, CUdeviceptr p, CUstream stream) {
-  DeviceCallScope scope;
+  const HookScope scope;
   DeviceAllocation taken{};
-  const bool counted = scope.outer() && device_note_free(as_key(p), taken);
+  const bool counted = scope.count && device_note_free(as_key(p), taken);
   const CUresult r = real(p, stream);
   if (r != CUDA_SUCCESS && counted) {
     device_undo_free(as_key(p), taken);
@@ -187,9 +185,9 @@ CUresult mem_free_async(decltype(&cuMemFreeAsync) real, CUdeviceptr p, CUstream 
 
 CUresult mem_create(decltype(&cuMemCreate) real, CUmemGenericAllocationHandle* handle,
                     std::size_t bytes, const CUmemAllocationProp* prop, unsigned long long flags) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const CUresult r = real(handle, bytes, prop, flags);
-  if (r == CUDA_SUCCESS && handle != nullptr && prop != nullptr && counting(scope)) {
+  if (r == CUDA_SUCCESS && handle != nullptr && prop != nullptr && scope.count) {
     const bool on_device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
     device_vmm_create(*handle, on_device ? DeviceKind::device : DeviceKind::pinned,
                       on_device ? prop->location.id : 0, static_cast<std::int64_t>(bytes),
@@ -200,25 +198,25 @@ CUresult mem_create(decltype(&cuMemCreate) real, CUmemGenericAllocationHandle* h
 
 CUresult mem_map(decltype(&cuMemMap) real, CUdeviceptr address, std::size_t bytes,
                  std::size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const CUresult r = real(address, bytes, offset, handle, flags);
-  if (r == CUDA_SUCCESS && counting(scope))
+  if (r == CUDA_SUCCESS && scope.count)
     device_vmm_map(as_key(address), static_cast<std::int64_t>(bytes), handle);
   return r;
 }
 
 CUresult mem_unmap(decltype(&cuMemUnmap) real, CUdeviceptr address, std::size_t bytes) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const CUresult r = real(address, bytes);
-  if (r == CUDA_SUCCESS && counting(scope))
+  if (r == CUDA_SUCCESS && scope.count)
     device_vmm_unmap(as_key(address), static_cast<std::int64_t>(bytes));
   return r;
 }
 
 CUresult mem_release(decltype(&cuMemRelease) real, CUmemGenericAllocationHandle handle) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const CUresult r = real(handle);
-  if (r == CUDA_SUCCESS && counting(scope)) device_vmm_release(handle);
+  if (r == CUDA_SUCCESS && scope.count) device_vmm_release(handle);
   return r;
 }
 

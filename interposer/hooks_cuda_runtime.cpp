@@ -1,7 +1,7 @@
 // The runtime API's memory functions (a shared libcudart, as PyTorch links it), and the
 // runtime's doors to the driver (cudaGetDriverEntryPoint*). The runtime implements its calls
 // with driver calls fetched through cuGetProcAddress, which come back wrapped: the runtime hook
-// opens a DeviceCallScope, so those inner driver calls are not counted a second time.
+// opens a HookScope, so those inner driver calls are not counted a second time.
 // cudaGetDriverEntryPoint is deprecated, not gone: programs built against CUDA 12 still call it.
 #define CUDA_ENABLE_DEPRECATED 1
 #include <cuda_runtime_api.h>
@@ -57,11 +57,9 @@ bool current_pool(int device, cudaMemPool_t& pool, std::int64_t& reserved) noexc
 
 std::uint64_t as_key(const void* p) { return reinterpret_cast<std::uint64_t>(p); }
 
-bool counting(const DeviceCallScope& scope) { return scope.outer() && device_hooks_count(); }
-
-void note(const DeviceCallScope& scope, cudaError_t r, void* p, DeviceKind kind,
+void note(const HookScope& scope, cudaError_t r, void* p, DeviceKind kind,
           std::size_t bytes) {
-  if (r != cudaSuccess || !counting(scope)) return;
+  if (r != cudaSuccess || !scope.count) return;
   const int device = kind == DeviceKind::pinned ? 0 : current_device();
   device_note_alloc(as_key(p), kind, device, static_cast<std::int64_t>(bytes), kSourceRuntime);
 }
@@ -69,7 +67,7 @@ void note(const DeviceCallScope& scope, cudaError_t r, void* p, DeviceKind kind,
 // ---- implementations ---------------------------------------------------------------------
 
 cudaError_t malloc_impl(decltype(&cudaMalloc) real, void** p, std::size_t bytes) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const cudaError_t r = real(p, bytes);
   if (p != nullptr) note(scope, r, *p, DeviceKind::device, bytes);
   return r;
@@ -77,7 +75,7 @@ cudaError_t malloc_impl(decltype(&cudaMalloc) real, void** p, std::size_t bytes)
 
 cudaError_t malloc_managed(decltype(&cudaMallocManaged) real, void** p, std::size_t bytes,
                            unsigned flags) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const cudaError_t r = real(p, bytes, flags);
   if (p != nullptr) note(scope, r, *p, DeviceKind::managed, bytes);
   return r;
@@ -85,14 +83,14 @@ cudaError_t malloc_managed(decltype(&cudaMallocManaged) real, void** p, std::siz
 
 cudaError_t malloc_pitch(decltype(&cudaMallocPitch) real, void** p, std::size_t* pitch,
                          std::size_t width, std::size_t height) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const cudaError_t r = real(p, pitch, width, height);
   if (p != nullptr && pitch != nullptr) note(scope, r, *p, DeviceKind::device, *pitch * height);
   return r;
 }
 
 cudaError_t malloc_3d(decltype(&cudaMalloc3D) real, cudaPitchedPtr* pitched, cudaExtent extent) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const cudaError_t r = real(pitched, extent);
   if (pitched != nullptr)
     note(scope, r, pitched->ptr, DeviceKind::device, pitched->pitch * extent.height * extent.depth);
@@ -100,7 +98,7 @@ cudaError_t malloc_3d(decltype(&cudaMalloc3D) real, cudaPitchedPtr* pitched, cud
 }
 
 cudaError_t malloc_host(decltype(&cudaMallocHost) real, void** p, std::size_t bytes) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const cudaError_t r = real(p, bytes);
   if (p != nullptr) note(scope, r, *p, DeviceKind::pinned, bytes);
   return r;
@@ -108,7 +106,7 @@ cudaError_t malloc_host(decltype(&cudaMallocHost) real, void** p, std::size_t by
 
 cudaError_t host_alloc(decltype(&cudaHostAlloc) real, void** p, std::size_t bytes,
                        unsigned flags) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const cudaError_t r = real(p, bytes, flags);
   if (p != nullptr) note(scope, r, *p, DeviceKind::pinned, bytes);
   return r;
@@ -116,9 +114,9 @@ cudaError_t host_alloc(decltype(&cudaHostAlloc) real, void** p, std::size_t byte
 
 template <typename Fn, typename... Args>
 cudaError_t free_impl(Fn real, void* p, Args... rest) {
-  DeviceCallScope scope;
+  const HookScope scope;
   DeviceAllocation taken{};
-  const bool counted = scope.outer() && device_note_free(as_key(p), taken);
+  const bool counted = scope.count && device_note_free(as_key(p), taken);
   const cudaError_t r = real(p, rest...);
   if (r != cudaSuccess && counted) device_undo_free(as_key(p), taken);
   return r;
@@ -129,9 +127,9 @@ cudaError_t free_host(decltype(&cudaFreeHost) real, void* p) { return free_impl(
 
 cudaError_t malloc_async(decltype(&cudaMallocAsync) real, void** p, std::size_t bytes,
                          cudaStream_t stream) {
-  DeviceCallScope scope;
+  const HookScope scope;
   const cudaError_t r = real(p, bytes, stream);
-  if (r != cudaSuccess || p == nullptr || !counting(scope)) return r;
+  if (r != cudaSuccess || p == nullptr || !scope.count) return r;
   const int device = current_device();
   cudaMemPool_t pool{};
   std::int64_t reserved = 0;
@@ -148,9 +146,9 @@ cudaError_t malloc_async(decltype(&cudaMallocAsync) real, void** p, std::size_t 
 }
 
 cudaError_t free_async(decltype(&cudaFreeAsync) real, void* p, cudaStream_t stream) {
-  DeviceCallScope scope;
+  const HookScope scope;
   DeviceAllocation taken{};
-  const bool counted = scope.outer() && device_note_free(as_key(p), taken);
+  const bool counted = scope.count && device_note_free(as_key(p), taken);
   const cudaError_t r = real(p, stream);
   if (r != cudaSuccess && counted) {
     device_undo_free(as_key(p), taken);

@@ -20,6 +20,7 @@ const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kFakeDir = MEMWATCH_FAKE_DIR;
 const std::string kRuntimeProgram = MEMWATCH_DEVICE_RT_PATH;
 const std::string kDriverProgram = MEMWATCH_DEVICE_DRV_PATH;
+const std::string kFakeCupti = MEMWATCH_FAKE_CUPTI;
 
 struct Measured {
   Finished run;
@@ -189,6 +190,70 @@ TEST(DevicePreload, ANamedCuptiThatIsMissingIsSaidOnceAndTheHooksCount) {
       << m.run.err;
   EXPECT_EQ(m.report["sources"], sources({"runtime-hooks"}));
   EXPECT_EQ(m.report["managed_peak_bytes"], 8 * MiB);
+}
+
+// CUPTI (the fake one) up before the first allocation: it alone counts, every route, exactly.
+Environment with_cupti_first() {
+  return {{"MEMWATCH_CUPTI", kFakeCupti}, {"DEVICE_ROUTES_WARMUP", "1"}};
+}
+
+TEST(DevicePreload, CuptiAloneCountsTheRuntimeOnceDespiteTheNestedDriverCalls) {
+  const Measured m = measure(kRuntimeProgram, "runtime", with_cupti_first());
+  expect_clean(m);
+  const std::int64_t device0 = 64 * MiB + 1024 * 1000 + 1024 * 100 * 10;
+  EXPECT_EQ(device_peak(m.report, 0), device0);
+  EXPECT_EQ(device_peak(m.report, 1), 16 * MiB);
+  EXPECT_EQ(m.report["device_peak_bytes"], device0 + 16 * MiB);
+  EXPECT_EQ(m.report["managed_peak_bytes"], 8 * MiB);
+  EXPECT_EQ(m.report["pinned_peak_bytes"], 6 * MiB);
+  EXPECT_EQ(device_live(m.report, 0), 0);
+  EXPECT_EQ(m.report["sources"], sources({"cupti"}));
+}
+
+TEST(DevicePreload, CuptiAloneCountsDriverPoolAndVmm) {
+  const Measured d = measure(kDriverProgram, "driver", with_cupti_first());
+  expect_clean(d);
+  EXPECT_EQ(device_peak(d.report, 0), 32 * MiB + 512 * 1000 + 2 * MiB + 2 * MiB);
+  EXPECT_EQ(device_live(d.report, 0), 2 * MiB);
+  EXPECT_EQ(d.report["managed_peak_bytes"], 4 * MiB);
+  EXPECT_EQ(d.report["pinned_peak_bytes"], 1 * MiB);
+  EXPECT_EQ(d.report["sources"], sources({"cupti"}));
+  const Measured v = measure(kRuntimeProgram, "entry_vmm", with_cupti_first());
+  expect_clean(v);
+  EXPECT_EQ(device_peak(v.report, 0), 60 * MiB);
+  EXPECT_EQ(device_live(v.report, 0), 0);
+  EXPECT_EQ(v.report["sources"], sources({"cupti"}));
+  const Measured a = measure(kRuntimeProgram, "async", with_cupti_first());
+  expect_clean(a);
+  EXPECT_EQ(device_peak(a.report, 0), 8 * MiB);
+  EXPECT_EQ(device_live(a.report, 0), 2 * MiB);
+  EXPECT_EQ(a.report["sources"], sources({"cupti"}));
+}
+
+TEST(DevicePreload, CuptiTakingOverMidRunCountsNothingTwice) {
+  // The first three allocations are the hooks', the rest and every free CUPTI's.
+  const Measured m = measure(kRuntimeProgram, "runtime",
+                             {{"MEMWATCH_CUPTI", kFakeCupti}, {"DEVICE_ROUTES_PAUSE", "1"}});
+  expect_clean(m);
+  const std::int64_t device0 = 64 * MiB + 1024 * 1000 + 1024 * 100 * 10;
+  EXPECT_EQ(device_peak(m.report, 0), device0);
+  EXPECT_EQ(device_peak(m.report, 1), 16 * MiB);
+  EXPECT_EQ(device_live(m.report, 0), 0);
+  EXPECT_EQ(device_live(m.report, 1), 0);
+  EXPECT_EQ(m.report["pinned_live_bytes"], 0);
+  EXPECT_EQ(m.report["sources"], sources({"cupti", "runtime-hooks"}));
+}
+
+TEST(DevicePreload, CuptiHeldByAnotherSubscriberLeavesTheHooksCounting) {
+  Environment env = with_cupti_first();
+  env["FAKE_CUPTI_BUSY"] = "1";
+  const Measured m = measure(kRuntimeProgram, "runtime", env);
+  ASSERT_EQ(m.run.exit_code, 0) << m.run.err;
+  EXPECT_EQ(m.run.err,
+            "memwatch: CUPTI cannot be used (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED); "
+            "counting with the hooks\n");
+  EXPECT_EQ(device_peak(m.report, 0), 64 * MiB + 1024 * 1000 + 1024 * 100 * 10);
+  EXPECT_EQ(m.report["sources"], sources({"runtime-hooks"}));
 }
 
 TEST(DevicePreload, WithoutCudaTheReportHasNoDeviceSources) {

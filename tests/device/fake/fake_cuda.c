@@ -3,9 +3,13 @@
  * virtual-memory API, and cuGetProcAddress (v1 and _v2) answering by name and version as the
  * real driver does. "Device" memory is anonymous memory taken by raw syscall, so that a
  * preloaded memwatch never counts it as host memory. Bookkeeping is in static tables under one
- * mutex: the fake needs to be right, not fast. */
+ * mutex: the fake needs to be right, not fast. The memory functions report their calls, enter
+ * and exit, to a tracer the fake CUPTI (fake_cupti.c) installs, as the real driver reports them
+ * to CUPTI. */
 #define _GNU_SOURCE
 #include <cuda.h>
+#include <cupti.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -149,7 +153,7 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
 
 /* ---- plain allocations ------------------------------------------------------------------ */
 
-CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
+static CUresult impl_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   uintptr_t p = 0;
   const CUresult r = alloc_block(&p, bytes, KIND_DEVICE);
   if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)p;
@@ -157,18 +161,18 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
 }
 
 /* Rows are padded to 512 bytes, as a real device pads them to its texture alignment. */
-CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+static CUresult impl_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
                                     unsigned int element_bytes) {
   (void)element_bytes;
   const size_t row = round_up(width, 512);
-  const CUresult r = cuMemAlloc_v2(dptr, row * height);
+  const CUresult r = impl_cuMemAlloc_v2(dptr, row * height);
   if (r == CUDA_SUCCESS) *pitch = row;
   return r;
 }
 
-CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) { return free_block((uintptr_t)dptr, 0); }
+static CUresult impl_cuMemFree_v2(CUdeviceptr dptr) { return free_block((uintptr_t)dptr, 0); }
 
-CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
+static CUresult impl_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
   (void)flags;
   uintptr_t p = 0;
   const CUresult r = alloc_block(&p, bytes, KIND_MANAGED);
@@ -176,19 +180,19 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int
   return r;
 }
 
-CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytes) {
+static CUresult impl_cuMemAllocHost_v2(void** pp, size_t bytes) {
   uintptr_t p = 0;
   const CUresult r = alloc_block(&p, bytes, KIND_HOST);
   if (r == CUDA_SUCCESS) *pp = (void*)p;
   return r;
 }
 
-CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
+static CUresult impl_cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
   (void)flags;
-  return cuMemAllocHost_v2(pp, bytes);
+  return impl_cuMemAllocHost_v2(pp, bytes);
 }
 
-CUresult CUDAAPI cuMemFreeHost(void* p) { return free_block((uintptr_t)p, 1); }
+static CUresult impl_cuMemFreeHost(void* p) { return free_block((uintptr_t)p, 1); }
 
 /* ---- stream-ordered pools: one per device, growing in 2 MiB steps, keeping what they grew to
  * until trimmed (as with a release threshold above the pool's size) ---------------------------- */
@@ -227,7 +231,7 @@ CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
+static CUresult impl_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
   (void)stream;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&g_lock);
@@ -252,17 +256,17 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream strea
   return r;
 }
 
-CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
-  return cuMemAllocAsync(dptr, bytes, stream);
+static CUresult impl_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
+  return impl_cuMemAllocAsync(dptr, bytes, stream);
 }
 
-CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
+static CUresult impl_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
   (void)stream;
   return free_block((uintptr_t)dptr, 0);
 }
 
-CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
-  return cuMemFreeAsync(dptr, stream);
+static CUresult impl_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
+  return impl_cuMemFreeAsync(dptr, stream);
 }
 
 /* ---- the virtual-memory API: physical memory lives from create until released and unmapped -- */
@@ -280,7 +284,7 @@ static void drop_if_unused(struct handle* h) {
   h->id = 0;
 }
 
-CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* out, size_t bytes,
+static CUresult impl_cuMemCreate(CUmemGenericAllocationHandle* out, size_t bytes,
                              const CUmemAllocationProp* prop, unsigned long long flags) {
   (void)flags;
   if (prop == NULL || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || bytes == 0 ||
@@ -301,7 +305,7 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* out, size_t bytes,
   return r;
 }
 
-CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle id) {
+static CUresult impl_cuMemRelease(CUmemGenericAllocationHandle id) {
   pthread_mutex_lock(&g_lock);
   struct handle* h = id == 0 ? NULL : find_handle(id);
   CUresult r = CUDA_ERROR_INVALID_VALUE;
@@ -330,7 +334,7 @@ CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t bytes) {
 }
 
 /* Mappings are remembered by address in the block table (kind KIND_DEVICE, device -1). */
-CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t bytes, size_t offset,
+static CUresult impl_cuMemMap(CUdeviceptr ptr, size_t bytes, size_t offset,
                           CUmemGenericAllocationHandle id, unsigned long long flags) {
   (void)offset, (void)flags;
   pthread_mutex_lock(&g_lock);
@@ -347,7 +351,7 @@ CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t bytes, size_t offset,
   return r;
 }
 
-CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t bytes) {
+static CUresult impl_cuMemUnmap(CUdeviceptr ptr, size_t bytes) {
   pthread_mutex_lock(&g_lock);
   const uintptr_t begin = (uintptr_t)ptr, end = begin + bytes;
   for (int i = 0; i < FAKE_TABLE; ++i) {
@@ -369,6 +373,105 @@ size_t fake_cuda_device_used(int device) {
   const size_t used = g_device_used[device];
   pthread_mutex_unlock(&g_lock);
   return used;
+}
+
+/* ---- the exported memory functions: traced when a tracer is installed ---------------------- */
+
+typedef void (*fake_tracer)(CUpti_CallbackDomain, CUpti_CallbackId, CUpti_ApiCallbackSite,
+                            CUcontext, void* params, const void* ret, uint64_t* correlation);
+static _Atomic(fake_tracer) g_tracer;
+
+void fake_cuda_set_tracer(fake_tracer tracer) { atomic_store(&g_tracer, tracer); }
+
+#define TRACED(id, params, call)                                                          \
+  do {                                                                                     \
+    const fake_tracer t_ = atomic_load(&g_tracer);                                         \
+    CUcontext ctx_ = (CUcontext)(uintptr_t)(t_device + 1);                                 \
+    uint64_t correlation_ = 0;                                                             \
+    if (t_) t_(CUPTI_CB_DOMAIN_DRIVER_API, id, CUPTI_API_ENTER, ctx_, params, NULL, &correlation_); \
+    CUresult r_ = (call);                                                                  \
+    if (t_) t_(CUPTI_CB_DOMAIN_DRIVER_API, id, CUPTI_API_EXIT, ctx_, params, &r_, &correlation_); \
+    return r_;                                                                             \
+  } while (0)
+
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
+  cuMemAlloc_v2_params p = {dptr, bytes};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &p, impl_cuMemAlloc_v2(dptr, bytes));
+}
+
+CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                                    unsigned int element_bytes) {
+  cuMemAllocPitch_v2_params p = {dptr, pitch, width, height, element_bytes};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2, &p,
+         impl_cuMemAllocPitch_v2(dptr, pitch, width, height, element_bytes));
+}
+
+CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
+  cuMemFree_v2_params p = {dptr};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &p, impl_cuMemFree_v2(dptr));
+}
+
+CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
+  cuMemAllocManaged_params p = {dptr, bytes, flags};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, &p, impl_cuMemAllocManaged(dptr, bytes, flags));
+}
+
+CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytes) {
+  cuMemAllocHost_v2_params p = {pp, bytes};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, &p, impl_cuMemAllocHost_v2(pp, bytes));
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
+  cuMemHostAlloc_params p = {pp, bytes, flags};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, &p, impl_cuMemHostAlloc(pp, bytes, flags));
+}
+
+CUresult CUDAAPI cuMemFreeHost(void* ptr) {
+  cuMemFreeHost_params p = {ptr};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, &p, impl_cuMemFreeHost(ptr));
+}
+
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
+  cuMemAllocAsync_params p = {dptr, bytes, stream};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, &p, impl_cuMemAllocAsync(dptr, bytes, stream));
+}
+
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
+  cuMemAllocAsync_ptsz_params p = {dptr, bytes, stream};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, &p,
+         impl_cuMemAllocAsync_ptsz(dptr, bytes, stream));
+}
+
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
+  cuMemFreeAsync_params p = {dptr, stream};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, &p, impl_cuMemFreeAsync(dptr, stream));
+}
+
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
+  cuMemFreeAsync_ptsz_params p = {dptr, stream};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, &p, impl_cuMemFreeAsync_ptsz(dptr, stream));
+}
+
+CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* out, size_t bytes,
+                             const CUmemAllocationProp* prop, unsigned long long flags) {
+  cuMemCreate_params p = {out, bytes, prop, flags};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, &p, impl_cuMemCreate(out, bytes, prop, flags));
+}
+
+CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle id) {
+  cuMemRelease_params p = {id};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, &p, impl_cuMemRelease(id));
+}
+
+CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t bytes, size_t offset,
+                          CUmemGenericAllocationHandle id, unsigned long long flags) {
+  cuMemMap_params p = {ptr, bytes, offset, id, flags};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemMap, &p, impl_cuMemMap(ptr, bytes, offset, id, flags));
+}
+
+CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t bytes) {
+  cuMemUnmap_params p = {ptr, bytes};
+  TRACED(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, &p, impl_cuMemUnmap(ptr, bytes));
 }
 
 /* ---- cuGetProcAddress ------------------------------------------------------------------- */

@@ -2,11 +2,15 @@
  * fetches cuGetProcAddress_v2 with dlsym and every driver function through it, and implements
  * each runtime call with driver calls. So under memwatch its driver calls pass through the
  * shim's wrappers while the runtime call itself is hooked: the case where counting twice would
- * be easy. */
+ * be easy. Its memory calls are reported to the fake CUPTI's tracer, enter and exit, as the real
+ * runtime reports them to CUPTI. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -100,17 +104,17 @@ cudaError_t CUDARTAPI cudaGetDevice(int* device) {
   return error_of(r);
 }
 
-cudaError_t CUDARTAPI cudaMalloc(void** p, size_t bytes) {
+static cudaError_t impl_cudaMalloc(void** p, size_t bytes) {
   NEED_DRIVER;
   return error_of(g_drv.mem_alloc((CUdeviceptr*)p, bytes));
 }
 
-cudaError_t CUDARTAPI cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
+static cudaError_t impl_cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
   NEED_DRIVER;
   return error_of(g_drv.mem_alloc_pitch((CUdeviceptr*)p, pitch, width, height, 4));
 }
 
-cudaError_t CUDARTAPI cudaMalloc3D(struct cudaPitchedPtr* pitched, struct cudaExtent extent) {
+static cudaError_t impl_cudaMalloc3D(struct cudaPitchedPtr* pitched, struct cudaExtent extent) {
   NEED_DRIVER;
   size_t pitch = 0;
   void* p = NULL;
@@ -125,37 +129,37 @@ cudaError_t CUDARTAPI cudaMalloc3D(struct cudaPitchedPtr* pitched, struct cudaEx
   return error_of(r);
 }
 
-cudaError_t CUDARTAPI cudaFree(void* p) {
+static cudaError_t impl_cudaFree(void* p) {
   NEED_DRIVER;
   return error_of(g_drv.mem_free((CUdeviceptr)p));
 }
 
-cudaError_t CUDARTAPI cudaMallocManaged(void** p, size_t bytes, unsigned flags) {
+static cudaError_t impl_cudaMallocManaged(void** p, size_t bytes, unsigned flags) {
   NEED_DRIVER;
   return error_of(g_drv.mem_alloc_managed((CUdeviceptr*)p, bytes, flags));
 }
 
-cudaError_t CUDARTAPI cudaMallocHost(void** p, size_t bytes) {
+static cudaError_t impl_cudaMallocHost(void** p, size_t bytes) {
   NEED_DRIVER;
   return error_of(g_drv.mem_alloc_host(p, bytes));
 }
 
-cudaError_t CUDARTAPI cudaHostAlloc(void** p, size_t bytes, unsigned flags) {
+static cudaError_t impl_cudaHostAlloc(void** p, size_t bytes, unsigned flags) {
   NEED_DRIVER;
   return error_of(g_drv.mem_host_alloc(p, bytes, flags));
 }
 
-cudaError_t CUDARTAPI cudaFreeHost(void* p) {
+static cudaError_t impl_cudaFreeHost(void* p) {
   NEED_DRIVER;
   return error_of(g_drv.mem_free_host(p));
 }
 
-cudaError_t CUDARTAPI cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
+static cudaError_t impl_cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
   NEED_DRIVER;
   return error_of(g_drv.mem_alloc_async((CUdeviceptr*)p, bytes, (CUstream)stream));
 }
 
-cudaError_t CUDARTAPI cudaFreeAsync(void* p, cudaStream_t stream) {
+static cudaError_t impl_cudaFreeAsync(void* p, cudaStream_t stream) {
   NEED_DRIVER;
   return error_of(g_drv.mem_free_async((CUdeviceptr)p, (CUstream)stream));
 }
@@ -194,4 +198,82 @@ cudaError_t CUDARTAPI cudaGetDriverEntryPoint(const char* symbol, void** fn,
                                               unsigned long long flags,
                                               enum cudaDriverEntryPointQueryResult* status) {
   return cudaGetDriverEntryPointByVersion(symbol, fn, CUDART_VERSION, flags, status);
+}
+
+/* ---- the exported memory functions: traced when a tracer is installed ---------------------- */
+
+typedef void (*fake_tracer)(CUpti_CallbackDomain, CUpti_CallbackId, CUpti_ApiCallbackSite,
+                            CUcontext, void* params, const void* ret, uint64_t* correlation);
+static _Atomic(fake_tracer) g_tracer;
+
+void fake_cudart_set_tracer(fake_tracer tracer) { atomic_store(&g_tracer, tracer); }
+
+static CUcontext current_context(void) {
+  CUdevice d = 0;
+  if (!ready() || g_drv.ctx_get_device(&d) != CUDA_SUCCESS) return NULL;
+  return (CUcontext)(uintptr_t)(d + 1);
+}
+
+#define TRACED(id, params, call)                                                           \
+  do {                                                                                      \
+    const fake_tracer t_ = atomic_load(&g_tracer);                                          \
+    CUcontext ctx_ = t_ ? current_context() : NULL;                                         \
+    uint64_t correlation_ = 0;                                                              \
+    if (t_) t_(CUPTI_CB_DOMAIN_RUNTIME_API, id, CUPTI_API_ENTER, ctx_, params, NULL, &correlation_); \
+    cudaError_t r_ = (call);                                                                \
+    if (t_) t_(CUPTI_CB_DOMAIN_RUNTIME_API, id, CUPTI_API_EXIT, ctx_, params, &r_, &correlation_); \
+    return r_;                                                                              \
+  } while (0)
+
+cudaError_t CUDARTAPI cudaMalloc(void** ptr, size_t bytes) {
+  cudaMalloc_v3020_params p = {ptr, bytes};
+  TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &p, impl_cudaMalloc(ptr, bytes));
+}
+
+cudaError_t CUDARTAPI cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height) {
+  cudaMallocPitch_v3020_params p = {ptr, pitch, width, height};
+  TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020, &p,
+         impl_cudaMallocPitch(ptr, pitch, width, height));
+}
+
+cudaError_t CUDARTAPI cudaMalloc3D(struct cudaPitchedPtr* pitched, struct cudaExtent extent) {
+  cudaMalloc3D_v3020_params p = {pitched, extent};
+  TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc3D_v3020, &p, impl_cudaMalloc3D(pitched, extent));
+}
+
+cudaError_t CUDARTAPI cudaFree(void* ptr) {
+  cudaFree_v3020_params p = {ptr};
+  TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, &p, impl_cudaFree(ptr));
+}
+
+cudaError_t CUDARTAPI cudaMallocManaged(void** ptr, size_t bytes, unsigned flags) {
+  cudaMallocManaged_v6000_params p = {ptr, bytes, flags};
+  TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000, &p,
+         impl_cudaMallocManaged(ptr, bytes, flags));
+}
+
+cudaError_t CUDARTAPI cudaMallocHost(void** ptr, size_t bytes) {
+  cudaMallocHost_v3020_params p = {ptr, bytes};
+  TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, &p, impl_cudaMallocHost(ptr, bytes));
+}
+
+cudaError_t CUDARTAPI cudaHostAlloc(void** ptr, size_t bytes, unsigned flags) {
+  cudaHostAlloc_v3020_params p = {ptr, bytes, flags};
+  TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020, &p, impl_cudaHostAlloc(ptr, bytes, flags));
+}
+
+cudaError_t CUDARTAPI cudaFreeHost(void* ptr) {
+  cudaFreeHost_v3020_params p = {ptr};
+  TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, &p, impl_cudaFreeHost(ptr));
+}
+
+cudaError_t CUDARTAPI cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream) {
+  cudaMallocAsync_v11020_params p = {ptr, bytes, stream};
+  TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, &p,
+         impl_cudaMallocAsync(ptr, bytes, stream));
+}
+
+cudaError_t CUDARTAPI cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  cudaFreeAsync_v11020_params p = {ptr, stream};
+  TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, &p, impl_cudaFreeAsync(ptr, stream));
 }
