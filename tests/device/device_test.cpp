@@ -256,6 +256,21 @@ TEST(DevicePreload, CuptiHeldByAnotherSubscriberLeavesTheHooksCounting) {
   EXPECT_EQ(m.report["sources"], sources({"runtime-hooks"}));
 }
 
+TEST(DevicePreload, DeviceCapacitiesComeFromNvml) {
+  const Measured m = measure(kRuntimeProgram, "runtime", {{"DEVICE_ROUTES_WARMUP", "1"}});
+  expect_clean(m);
+  ASSERT_EQ(m.report["devices"].size(), 2u);
+  for (const json& d : m.report["devices"]) EXPECT_EQ(d["capacity_bytes"], 1024 * MiB);
+}
+
+TEST(DevicePreload, TheCapacityGivenInTheEnvironmentWins) {
+  const Measured m = measure(kRuntimeProgram, "runtime",
+                             {{"DEVICE_ROUTES_WARMUP", "1"}, {"MEMWATCH_CAPACITY", "device1=3GiB"}});
+  expect_clean(m);
+  EXPECT_EQ(m.report["devices"][0]["capacity_bytes"], 1024 * MiB);
+  EXPECT_EQ(m.report["devices"][1]["capacity_bytes"], 3072 * MiB);
+}
+
 TEST(DevicePreload, WithoutCudaTheReportHasNoDeviceSources) {
   const Measured m = measure(kRuntimeProgram, "rtld_next");
   EXPECT_EQ(m.report["sources"], json::array());
