@@ -4,8 +4,9 @@
 //
 // glibc's dlsym answers RTLD_NEXT relative to its caller's return address, so the hook must not
 // stand between a caller and the real dlsym for that handle: the entry point, in assembly,
-// jumps straight to the real dlsym for RTLD_NEXT (the return address is still the caller's) and
-// to the C++ part for every other handle. The shim's own lookups pass through the same entry.
+// jumps straight to the real dlsym for RTLD_NEXT and for every name that is not CUDA's (the
+// return address is still the caller's), and to the C++ part for the rest. The shim's own
+// lookups pass through the same entry.
 #include <dlfcn.h>
 
 #include <atomic>
@@ -36,24 +37,28 @@ extern "C" __attribute__((visibility("hidden"))) DlsymFn memwatch_resolve_real_d
   if (p == nullptr) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
   --tls_counters.internal;
   fn = reinterpret_cast<DlsymFn>(p);
+#if !defined(__x86_64__)
+  // Elsewhere the shim defines no dlsym of its own (only the dlopen routes go uncounted).
+  if (fn == nullptr) fn = &dlsym;
+#endif
   __atomic_store_n(&memwatch_real_dlsym_ptr, fn, __ATOMIC_RELEASE);
   return fn;
 }
 
-// Every handle but RTLD_NEXT.
+// Names starting with "cu", every handle but RTLD_NEXT.
 extern "C" __attribute__((visibility("hidden"))) void* memwatch_dlsym_handle(void* handle,
                                                                              const char* name) {
   const DlsymFn real = memwatch_resolve_real_dlsym();
   if (real == nullptr) return nullptr;
   void* p = real(handle, name);
-  // Only CUDA's names are looked at: "cu" then an upper-case letter or "da".
-  if (p == nullptr || name == nullptr || name[0] != 'c' || name[1] != 'u') return p;
-  return device_wrap_exported(handle, name, p);
+  return p == nullptr ? p : device_wrap_exported(handle, name, p);
 }
 
 #if defined(__x86_64__)
-// RTLD_NEXT is ((void*)-1). The resolve call keeps the stack 16-byte aligned: entry leaves it
-// at 8 mod 16, two pushes and 8 more bytes bring it to 0 before the call.
+// Only names starting with "cu" reach the C++ part; every other lookup, and every RTLD_NEXT
+// one (RTLD_NEXT is ((void*)-1)), jumps to the real dlsym with the caller's return address
+// intact, which glibc also uses to tie a found library to its user. The resolve call keeps the
+// stack 16-byte aligned: entry leaves it at 8 mod 16, two pushes and 8 more bytes bring it to 0.
 asm(R"(
   .text
   .globl dlsym
@@ -61,11 +66,20 @@ asm(R"(
   .p2align 4
 dlsym:
   .cfi_startproc
-  cmpq $-1, %rdi
-  jne memwatch_dlsym_handle
+0:
   movq memwatch_real_dlsym_ptr(%rip), %rax
   testq %rax, %rax
   jz 1f
+  cmpq $-1, %rdi
+  je 3f
+  testq %rsi, %rsi
+  jz 3f
+  cmpb $0x63, (%rsi)
+  jne 3f
+  cmpb $0x75, 1(%rsi)
+  jne 3f
+  jmp memwatch_dlsym_handle
+3:
   jmp *%rax
 1:
   pushq %rdi
@@ -82,9 +96,7 @@ dlsym:
   popq %rdi
   .cfi_adjust_cfa_offset -8
   testq %rax, %rax
-  jz 2f
-  jmp *%rax
-2:
+  jnz 0b
   ret
   .cfi_endproc
   .size dlsym, .-dlsym
