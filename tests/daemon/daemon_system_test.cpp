@@ -28,6 +28,7 @@ namespace {
 const std::string kDaemon = MEMWATCHD_PATH;
 const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kPatterns = MEMWATCH_PATTERNS_PATH;
+const std::string kCli = MEMWATCH_CLI_PATH;
 
 // A memwatchd in the foreground on ipc endpoints of its own; killed with the object.
 class Daemon {
@@ -246,6 +247,42 @@ TEST(Daemon, BadCommandLinesAreRefusedWithAClearMessage) {
   EXPECT_EQ(not_db.exit_code, 1);
   EXPECT_NE(not_db.err.find("not a memwatch database"), std::string::npos);
   EXPECT_EQ(test::read_file(notes), "not a database");
+}
+
+TEST(Cli, RunStatusRunsAndWorkloadsAgainstARealDaemon) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  const auto ran = test::run({kCli, "run", "--workload", "cli-demo", "--param", "batch=8",
+                              "--endpoint", daemon.ingest(), "--", kPatterns, "heap_paths"});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  daemon.wait_runs("cli-demo", [](const json& r) { return all_finished(r, 1); });
+  const auto runs = test::run({kCli, "runs", "--workload", "cli-demo", "--query", daemon.query()});
+  EXPECT_EQ(runs.exit_code, 0) << runs.err;
+  EXPECT_NE(runs.out.find("finished"), std::string::npos) << runs.out;
+  EXPECT_NE(runs.out.find("batch=8"), std::string::npos) << runs.out;
+  const auto as_json =
+      test::run({kCli, "runs", "--workload", "cli-demo", "--query", daemon.query(), "--json"});
+  EXPECT_EQ(json::parse(as_json.out)["runs"][0]["params"]["batch"], 8);
+  const auto workloads = test::run({kCli, "workloads", "--query", daemon.query()});
+  EXPECT_NE(workloads.out.find("cli-demo"), std::string::npos);
+  const auto status = test::run({kCli, "status", "--query", daemon.query()});
+  EXPECT_NE(status.out.find("1 runs"), std::string::npos) << status.out;
+}
+
+TEST(Cli, RunPassesTheProgramsExitStatusOn) {
+  const auto r = test::run({kCli, "run", "--", "/bin/sh", "-c", "exit 3"});
+  EXPECT_EQ(r.exit_code, 3);
+  const auto bad = test::run({kCli, "run", "--param", "batch=many", "--", "/bin/true"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("batch"), std::string::npos);
+}
+
+TEST(Cli, WithoutADaemonQueriesSaySoAndNameTheEndpoint) {
+  test::TempDir dir;
+  const std::string endpoint = "ipc://" + dir.file("nobody");
+  const auto r = test::run({kCli, "status", "--query", endpoint});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(endpoint), std::string::npos) << r.err;
 }
 
 }  // namespace
