@@ -11,13 +11,15 @@ namespace memwatch::model {
 // target is all ones): an orthonormal basis of the chosen columns, the residual, and the
 // leverages (the hat matrix's diagonal). Adding a column costs O(n k).
 struct PressState {
-  Eigen::MatrixXd basis;  // n x k
+  Eigen::MatrixXd basis;    // n x k
+  Eigen::MatrixXd columns;  // the weighted columns the basis was built from, in order
   Eigen::VectorXd residual;
   Eigen::VectorXd leverage;
 
   static PressState constant_only(const Eigen::VectorXd& y) {
     PressState s;
     s.basis = y.cwiseInverse().normalized();
+    s.columns = s.basis;
     s.residual = Eigen::VectorXd::Ones(y.size()) - s.basis.col(0) * s.basis.col(0).sum();
     s.leverage = s.basis.col(0).cwiseAbs2();
     return s;
@@ -43,6 +45,8 @@ struct PressState {
     s.residual = residual - *v * v->dot(residual);
     s.basis.resize(basis.rows(), basis.cols() + 1);
     s.basis << basis, *v;
+    s.columns.resize(columns.rows(), columns.cols() + 1);
+    s.columns << columns, column;
     return s;
   }
 
@@ -54,6 +58,15 @@ struct PressState {
     if ((h.array() > 1 - 1e-9).any()) return INFINITY;
     const Eigen::VectorXd r = residual - *v * v->dot(residual);
     return (r.array() / (1 - h.array())).abs().mean();
+  }
+
+  // Whether every coefficient but the constant's (column 0) is >= 0. Gram-Schmidt in column
+  // order makes basis^T columns upper triangular (A = Q R), so the fit is R^-1 Q^T 1.
+  [[nodiscard]] bool nonnegative() const {
+    const Eigen::MatrixXd r = basis.transpose() * columns;
+    const Eigen::VectorXd rhs = basis.transpose() * Eigen::VectorXd::Ones(basis.rows());
+    const Eigen::VectorXd beta = r.triangularView<Eigen::Upper>().solve(rhs);
+    return (beta.tail(beta.size() - 1).array() >= 0).all();
   }
 
   [[nodiscard]] double score() const {

@@ -92,14 +92,17 @@ struct Scored {
 };
 
 void enumerate_subsets(const std::vector<std::size_t>& pool, const Dictionary& dict,
-                       std::size_t start, std::size_t max_terms, const PressState& state,
-                       std::vector<std::size_t>& chosen, std::vector<Scored>& out) {
+                       std::size_t start, std::size_t max_terms, bool nonnegative,
+                       const PressState& state, std::vector<std::size_t>& chosen,
+                       std::vector<Scored>& out) {
   for (std::size_t p = start; p < pool.size(); ++p) {
     auto next = state.extended(dict.columns[pool[p]]);
     if (!next) continue;
     chosen.push_back(pool[p]);
-    out.push_back({next->score(), chosen});
-    if (chosen.size() < max_terms) enumerate_subsets(pool, dict, p + 1, max_terms, *next, chosen, out);
+    // A subset with a negative coefficient is not a candidate itself, but its supersets may be.
+    if (!nonnegative || next->nonnegative()) out.push_back({next->score(), chosen});
+    if (chosen.size() < max_terms)
+      enumerate_subsets(pool, dict, p + 1, max_terms, nonnegative, *next, chosen, out);
     chosen.pop_back();
   }
 }
@@ -152,8 +155,19 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
     std::vector<std::size_t> top;
     for (std::size_t i = 0; i < keep; ++i) top.push_back(scores[i].second);
     step_tops.push_back(top);
-    selected.push_back(top.front());
-    state = *state.extended(dict.columns[top.front()]);
+    // The greedy path follows the best candidate whose coefficients keep their signs.
+    std::sort(scores.begin(), scores.end());
+    std::optional<PressState> next;
+    for (const auto& [score, t] : scores) {
+      next = state.extended(dict.columns[t]);
+      if (next && (!o.nonnegative || next->nonnegative())) {
+        selected.push_back(t);
+        break;
+      }
+      next.reset();
+    }
+    if (!next) break;
+    state = std::move(*next);
   }
   for (auto t : selected) add_to_pool(t);
   for (auto t : selected)
@@ -166,7 +180,7 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
   // Exhaustive search over the pool's subsets, scored in the same closed form.
   std::vector<Scored> scored;
   std::vector<std::size_t> chosen;
-  enumerate_subsets(pool, dict, 0, o.max_terms, base, chosen, scored);
+  enumerate_subsets(pool, dict, 0, o.max_terms, o.nonnegative, base, chosen, scored);
   const std::size_t refit = std::min(o.refit_limit, scored.size());
   std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(refit),
                     scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
