@@ -137,7 +137,8 @@ std::string Model::describe() const {
   for (const auto& part : parts) {
     if (!part.labels.empty()) s += "[" + labels_text(part.labels) + "]\n";
     s += target + " = " + part.function.to_string(params) + "\n";
-    s += "  constant      " + std::to_string(part.function.constant) + "\n";
+    std::snprintf(buf, sizeof buf, "  constant      %.9g\n", part.function.constant);
+    s += buf;
     for (std::size_t k = 0; k < part.function.features.size(); ++k) {
       std::snprintf(buf, sizeof buf, "  coefficient   %.9g  * %s\n", part.function.coefficients[k],
                     to_string(part.function.features[k], params).c_str());

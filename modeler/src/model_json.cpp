@@ -7,13 +7,14 @@ namespace memwatch::model {
 namespace {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;  // written in a readable order: schema first
 
-json function_json(const Function& f, const std::vector<std::string>& names) {
-  json terms = json::array();
+ojson function_json(const Function& f, const std::vector<std::string>& names) {
+  ojson terms = ojson::array();
   for (std::size_t k = 0; k < f.features.size(); ++k) {
-    json t{{"coefficient", f.coefficients[k]}, {"term", to_string(f.features[k], names)}};
+    ojson t{{"coefficient", f.coefficients[k]}, {"term", to_string(f.features[k], names)}};
     if (const auto* c = std::get_if<CompoundTerm>(&f.features[k])) {
-      json factors = json::array();
+      ojson factors = ojson::array();
       for (const auto& s : c->factors)
         factors.push_back({{"param", names[s.param]}, {"exponent", s.exponent},
                            {"log_exponent", s.log_exponent}});
@@ -57,20 +58,18 @@ Function function_from(const json& j, const std::vector<std::string>& names) {
 }  // namespace
 
 std::string to_json(const Model& m, int indent) {
-  json parts = json::array();
+  ojson parts = ojson::array();
   for (const auto& p : m.parts) {
-    json j = function_json(p.function, m.params);
-    j["labels"] = p.labels;
-    j["formula"] = p.function.to_string(m.params);
-    j["search"] = p.search;
+    ojson j{{"labels", p.labels}, {"formula", p.function.to_string(m.params)}, {"search", p.search}};
+    j.update(function_json(p.function, m.params));
     j["loo_mape"] = p.loo_mape;
     j["train_mape"] = p.train_mape;
     j["runs"] = p.runs;
-    json range = json::object();
+    ojson range = ojson::object();
     for (std::size_t i = 0; i < p.range.size(); ++i)
       range[m.params[i]] = {p.range[i].first, p.range[i].second};
     j["range"] = std::move(range);
-    json shifts = json::array();
+    ojson shifts = ojson::array();
     for (Eigen::Index i = 0; i < p.bound.loo_shifts.cols(); ++i) {
       const Eigen::VectorXd col = p.bound.loo_shifts.col(i);
       shifts.push_back(std::vector<double>(col.data(), col.data() + col.size()));
@@ -83,13 +82,13 @@ std::string to_json(const Model& m, int indent) {
                   {"rank", p.bound.rank},
                   {"loo_ratios", p.bound.loo_ratios},
                   {"loo_shifts", std::move(shifts)}};
-    json runner_ups = json::array();
+    ojson runner_ups = ojson::array();
     for (const auto& r : p.runner_ups) runner_ups.push_back(function_json(r, m.params));
     j["runner_ups"] = std::move(runner_ups);
     parts.push_back(std::move(j));
   }
-  json out{{"schema", model_schema}, {"target", m.target},      {"params", m.params},
-           {"categories", m.categories}, {"models", std::move(parts)}};
+  ojson out{{"schema", model_schema}, {"target", m.target}, {"params", m.params},
+            {"categories", m.categories}, {"models", std::move(parts)}};
   return out.dump(indent);
 }
 

@@ -237,6 +237,71 @@ Dataset parse_jsonl(std::string_view text, const TableOptions& options) {
   return d;
 }
 
+std::vector<Point> parse_points(std::string_view text, const std::vector<std::string>& params,
+                                const std::vector<std::string>& categories) {
+  const auto lines = content_lines(text);
+  if (lines.empty()) throw ParseError(1, "empty file: expected a header line");
+  std::vector<Point> points;
+  if (lines.front().text.front() == '{') {
+    using nlohmann::json;
+    for (const auto& [number, line_text] : lines) {
+      json j;
+      try {
+        j = json::parse(line_text);
+      } catch (const json::parse_error& e) {
+        throw ParseError(number, std::string("invalid JSON: ") + e.what());
+      }
+      if (!j.is_object() || !j.contains("params") || !j["params"].is_object())
+        throw ParseError(number, "expected an object with a \"params\" object");
+      Point p;
+      for (const auto& name : params) {
+        if (!j["params"].contains(name)) throw ParseError(number, "missing parameter '" + name + "'");
+        const json& v = j["params"][name];
+        if (!v.is_number())
+          throw ParseError(number, "non-number " + v.dump() + " for parameter '" + name + "'");
+        p.values[name] = v.get<double>();
+      }
+      for (const auto& name : categories) {
+        if (!j["params"].contains(name) || !j["params"][name].is_string())
+          throw ParseError(number, "missing label for categorical parameter '" + name + "'");
+        p.labels[name] = j["params"][name].get<std::string>();
+      }
+      points.push_back(std::move(p));
+    }
+    return points;
+  }
+  std::vector<std::string> header;
+  for (auto f : split_fields(lines.front().text)) header.emplace_back(f);
+  auto column = [&](const std::string& name) {
+    auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end())
+      throw ParseError(lines.front().number, "no column '" + name + "' in the header");
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  std::vector<std::size_t> param_cols, category_cols;
+  for (const auto& name : params) param_cols.push_back(column(name));
+  for (const auto& name : categories) category_cols.push_back(column(name));
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const auto fields = split_fields(lines[i].text);
+    if (fields.size() != header.size())
+      throw ParseError(lines[i].number, "ragged row: " + std::to_string(fields.size()) +
+                                            " fields, the header has " +
+                                            std::to_string(header.size()));
+    Point p;
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      auto v = to_number(fields[param_cols[k]]);
+      if (!v)
+        throw ParseError(lines[i].number, "non-number '" + std::string(fields[param_cols[k]]) +
+                                              "' in column '" + params[k] + "'");
+      p.values[params[k]] = *v;
+    }
+    for (std::size_t k = 0; k < categories.size(); ++k)
+      p.labels[categories[k]] = std::string(fields[category_cols[k]]);
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
 Dataset parse_table(std::string_view text, const TableOptions& options) {
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') return parse_jsonl(text, options);

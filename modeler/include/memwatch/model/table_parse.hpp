@@ -41,4 +41,10 @@ struct TableOptions {
 // JSON Lines when the first non-blank character is '{', CSV otherwise.
 [[nodiscard]] Dataset parse_table(std::string_view text, const TableOptions& options = {});
 
+// Points to predict at: CSV whose header names every parameter and category (other columns are
+// ignored, so a file of runs works too), or JSON Lines with a "params" object. Same errors.
+[[nodiscard]] std::vector<Point> parse_points(std::string_view text,
+                                              const std::vector<std::string>& params,
+                                              const std::vector<std::string>& categories);
+
 }  // namespace memwatch::model
