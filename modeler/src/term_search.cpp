@@ -107,6 +107,45 @@ void enumerate_subsets(const std::vector<std::size_t>& pool, const Dictionary& d
   }
 }
 
+PressState state_of(const PressState& base, const Dictionary& dict,
+                    const std::vector<std::size_t>& terms) {
+  PressState s = base;
+  for (auto t : terms)
+    if (auto next = s.extended(dict.columns[t])) s = std::move(*next);
+  return s;
+}
+
+// Local search from a subset: replace one term at a time by the dictionary term that lowers the
+// leave-one-out error most (signs permitting), until no single swap helps. This repairs what
+// the greedy path got wrong early, with the whole dictionary in reach, at O(k T n k) a pass.
+Scored improve_by_swaps(Scored start, const PressState& base, const Dictionary& dict,
+                        bool nonnegative) {
+  bool improved = true;
+  for (int pass = 0; improved && pass < 8; ++pass) {
+    improved = false;
+    for (std::size_t j = 0; j < start.terms.size(); ++j) {
+      std::vector<std::size_t> rest = start.terms;
+      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(j));
+      const PressState without = state_of(base, dict, rest);
+      std::vector<std::pair<double, std::size_t>> better;
+      for (std::size_t t = 0; t < dict.terms.size(); ++t) {
+        if (std::find(start.terms.begin(), start.terms.end(), t) != start.terms.end()) continue;
+        if (double s = without.score(dict.columns[t]); s < start.score) better.emplace_back(s, t);
+      }
+      std::sort(better.begin(), better.end());
+      for (const auto& [score, t] : better) {
+        auto next = without.extended(dict.columns[t]);
+        if (!next || (nonnegative && !next->nonnegative())) continue;
+        rest.insert(rest.begin() + static_cast<std::ptrdiff_t>(j), t);
+        start = {score, rest};
+        improved = true;
+        break;
+      }
+    }
+  }
+  return start;
+}
+
 }  // namespace
 
 std::vector<CompoundTerm> term_dictionary(std::size_t params, const TermSearchOptions& options) {
@@ -181,6 +220,12 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
   std::vector<Scored> scored;
   std::vector<std::size_t> chosen;
   enumerate_subsets(pool, dict, 0, o.max_terms, o.nonnegative, base, chosen, scored);
+  // The best subset of each size, improved by swaps against the whole dictionary.
+  std::vector<Scored> best_by_size(o.max_terms + 1, Scored{INFINITY, {}});
+  for (const auto& sc : scored)
+    if (sc.score < best_by_size[sc.terms.size()].score) best_by_size[sc.terms.size()] = sc;
+  for (const auto& sc : best_by_size)
+    if (!sc.terms.empty()) scored.push_back(improve_by_swaps(sc, base, dict, o.nonnegative));
   const std::size_t refit = std::min(o.refit_limit, scored.size());
   std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(refit),
                     scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
