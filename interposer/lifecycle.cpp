@@ -4,11 +4,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <string>
 
 #include "config.hpp"
+#include "daemon_link.hpp"
 #include "device_count.hpp"
 #include "hooks.hpp"
 #include "log.hpp"
@@ -34,6 +37,15 @@ std::atomic<bool> g_report_done{false};
 bool g_started = false;
 alignas(Reporter) unsigned char g_reporter_storage[sizeof(Reporter)];
 Reporter* g_reporter = nullptr;
+alignas(DaemonLink) unsigned char g_link_storage[sizeof(DaemonLink)];
+DaemonLink* g_link = nullptr;  // null when no daemon listened at start
+
+// How long the program waits, before main, for the daemon's verdict on its run; only when the
+// daemon's socket exists.
+constexpr std::chrono::milliseconds kVerdictWait{1000};
+// The exit status when MEMWATCH_ON_OOM=abort stops a run predicted not to fit (EX_TEMPFAIL:
+// "try again", with a smaller configuration).
+constexpr int kOomAbortStatus = 75;
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL,  SIGFPE, SIGABRT,
                                  SIGTERM, SIGINT, SIGHUP, SIGQUIT};
@@ -57,7 +69,7 @@ std::int64_t device_capacity(int device) {
 
 // On the reporter thread, each sample: once the program has brought CUDA, CUPTI is tried and
 // the devices' capacities read (both load libraries: never from a hook).
-void device_tick(const CounterSnapshot&) {
+void device_tick() {
 #if MEMWATCH_DEVICE_HOOKS
   static bool started = false;
   if (started || !device_cuda_seen()) return;
@@ -66,6 +78,23 @@ void device_tick(const CounterSnapshot&) {
   device_nvml_read();
 #endif
 }
+
+// What the reporter thread drives: the device side's tick, and the daemon link when a daemon
+// listens.
+class ReporterClients final : public ReporterClient {
+ public:
+  void started() override {
+    if (g_link != nullptr) g_link->started();
+  }
+  void sampled(const CounterSnapshot& s) override {
+    device_tick();
+    if (g_link != nullptr) g_link->sampled(s);
+  }
+  void stopping(const CounterSnapshot& s) override {
+    if (g_link != nullptr) g_link->stopping(s);
+  }
+};
+ReporterClients g_clients;
 
 // Once per process; async-signal-safe (report formatting and writing allocate nothing).
 void finish(ExitCause cause, int detail) noexcept {
@@ -126,7 +155,38 @@ void warn_capacity(std::int64_t live, std::int64_t capacity) {
 void start_reporter() {
   ReporterOptions options;
   options.host_capacity_bytes = g_host_capacity;
-  g_reporter->start(options, device_tick, warn_capacity);
+  g_link = nullptr;
+  if (DaemonLink::daemon_may_listen(g_config.endpoint)) {
+    g_link = new (g_link_storage)
+        DaemonLink({&g_config, g_host_capacity, proc_unix_s(), g_start_monotonic});
+  }
+  g_reporter->start(options, &g_clients, warn_capacity);
+}
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", bytes / 0x1p30);
+  return text;
+}
+
+// The daemon predicted this run's peak before it allocates: say so when it will not fit.
+void act_on_verdict(const memwatch::protocol::Verdict& v) {
+  if (v.kind != memwatch::protocol::VerdictKind::over_capacity || g_config.on_oom == OnOom::off)
+    return;
+  std::string fits = "no value of " + v.vary + " fits";
+  if (v.largest_fitting > 0) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", v.largest_fitting);
+    fits = "the largest " + v.vary + " that fits is " + value;
+  }
+  log_line("warning: predicted peak %s (upper bound %s) exceeds the capacity %s; %s",
+           gib(v.predicted_bytes).c_str(), gib(v.upper_bytes).c_str(),
+           gib(v.capacity_bytes).c_str(), fits.c_str());
+  if (g_config.on_oom == OnOom::abort) {
+    log_line("stopping the program before it allocates (MEMWATCH_ON_OOM=abort), exit status %d",
+             kOomAbortStatus);
+    g_real.exit_now(kOomAbortStatus);
+  }
 }
 
 // A new segment for this pid, carrying the current values; says so once if it cannot.
@@ -178,6 +238,8 @@ __attribute__((constructor(101))) static void memwatch_start(int argc, char** ar
   g_reporter = new (g_reporter_storage) Reporter();
   start_reporter();
   g_started = true;
+  if (g_link != nullptr)
+    if (auto verdict = g_link->wait_verdict(kVerdictWait)) act_on_verdict(*verdict);
 }
 
 __attribute__((destructor(101))) static void memwatch_stop() {

@@ -4,10 +4,10 @@
 
 namespace memwatch::shim {
 
-void Reporter::start(const ReporterOptions& options, Sink sink, Warning warning) {
+void Reporter::start(const ReporterOptions& options, ReporterClient* client, Warning warning) {
   if (thread_.joinable()) return;
   options_ = options;
-  sink_ = std::move(sink);
+  client_ = client;
   warning_ = std::move(warning);
   stopping_ = false;
   thread_ = std::thread([this] {
@@ -37,6 +37,7 @@ void Reporter::forget_after_fork() noexcept {
 }
 
 void Reporter::run() {
+  if (client_) client_->started();
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     lock.unlock();
@@ -46,12 +47,13 @@ void Reporter::run() {
   }
   lock.unlock();
   sample();
+  if (client_) client_->stopping(counters_snapshot(counters_block()));
 }
 
 void Reporter::sample() {
   const CounterSnapshot s = counters_snapshot(counters_block());
   samples_.fetch_add(1, std::memory_order_relaxed);
-  if (sink_) sink_(s);
+  if (client_) client_->sampled(s);
   const std::int64_t capacity = options_.host_capacity_bytes;
   if (!warned_ && capacity > 0 &&
       static_cast<double>(s.host_live) > options_.warn_fraction * static_cast<double>(capacity)) {

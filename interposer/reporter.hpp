@@ -1,6 +1,6 @@
 // The reporter thread: the only place where the shim does work on its own time. It samples the
 // counters (never the hooks' job), warns once when live host memory crosses a share of the
-// capacity, and hands every sample to a sink (the daemon connection plugs in there).
+// capacity, and tells a client (the daemon link) when it starts, samples and stops.
 #pragma once
 
 #include <chrono>
@@ -14,6 +14,15 @@
 
 namespace memwatch::shim {
 
+// What the reporter thread drives; every call runs on that thread.
+class ReporterClient {
+ public:
+  virtual ~ReporterClient() = default;
+  virtual void started() {}
+  virtual void sampled(const CounterSnapshot&) {}
+  virtual void stopping(const CounterSnapshot&) {}
+};
+
 struct ReporterOptions {
   std::chrono::milliseconds period{100};
   std::int64_t host_capacity_bytes = 0;  // 0: no capacity watch
@@ -22,7 +31,6 @@ struct ReporterOptions {
 
 class Reporter {
  public:
-  using Sink = std::function<void(const CounterSnapshot&)>;
   using Warning = std::function<void(std::int64_t live, std::int64_t capacity)>;
 
   Reporter() = default;
@@ -31,7 +39,8 @@ class Reporter {
   ~Reporter() { stop(); }
 
   // Starts the thread; it marks itself internal so its own allocations are not counted.
-  void start(const ReporterOptions& options, Sink sink, Warning warning);
+  // `client` may be null; it must outlive the thread.
+  void start(const ReporterOptions& options, ReporterClient* client, Warning warning);
   // Wakes the thread, lets it take a last sample and joins it. Safe to call twice.
   void stop();
   // In a forked child: the thread did not survive fork; forget it without joining.
@@ -44,7 +53,7 @@ class Reporter {
   void sample();
 
   ReporterOptions options_;
-  Sink sink_;
+  ReporterClient* client_ = nullptr;
   Warning warning_;
   std::thread thread_;
   std::mutex mutex_;

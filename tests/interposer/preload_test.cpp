@@ -164,6 +164,51 @@ TEST(Preload, AFatalSignalWritesTheReportAndStillKillsTheProgram) {
   memwatch::shim::segment_remove(m.report["pid"].get<int>());
 }
 
+TEST(Preload, UnderscoreExitWritesTheReportWithItsStatus) {
+  const Measured m = measure({kPatterns, "underscore_exit"});
+  EXPECT_EQ(m.run.exit_code, 5);
+  ASSERT_FALSE(m.report.is_null());
+  EXPECT_EQ(m.report["exit"]["cause"], "_exit");
+  EXPECT_EQ(m.report["exit"]["status"], 5);
+  EXPECT_GE(heap_peak(m), baseline_heap() + (2 << 20));
+}
+
+TEST(Preload, AVforkChildsExitLeavesTheParentsReportToTheParent) {
+  const Measured m = measure({kPatterns, "vfork"});
+  ASSERT_EQ(m.run.exit_code, 0) << m.run.err;
+  ASSERT_FALSE(m.report.is_null());
+  EXPECT_EQ(m.report["exit"]["cause"], "exit");
+  EXPECT_EQ(heap_peak(m), baseline_heap() + m.expected["peak"].get<std::int64_t>());
+}
+
+TEST(Preload, SigtermWritesTheReportAndTheProgramStillDiesOfIt) {
+  TempDir dir;
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const std::string report = dir.file("r.json");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    setenv("LD_PRELOAD", kShim.c_str(), 1);
+    setenv("MEMWATCH_REPORT", report.c_str(), 1);
+    execl(kPatterns.c_str(), kPatterns.c_str(), "hold", nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  char buf[16] = {};
+  ASSERT_GT(read(out[0], buf, sizeof buf - 1), 0);
+  close(out[0]);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  const json r = json::parse(read_file(report));
+  EXPECT_EQ(r["exit"]["signal"], SIGTERM);
+  EXPECT_GE(r["host"]["heap_peak_bytes"].get<std::int64_t>(), 20 << 20);
+  memwatch::shim::segment_remove(pid);
+}
+
 TEST(Preload, ASigkilledProcessLeavesItsLastValuesInSharedMemory) {
   int out[2];
   ASSERT_EQ(pipe(out), 0);

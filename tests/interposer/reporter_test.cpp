@@ -15,11 +15,17 @@ using namespace std::chrono_literals;
 namespace {
 
 TEST(Reporter, SamplesWhileThreadsCountAndStopsPromptly) {
+  struct Client : ReporterClient {
+    void started() override { ++starts; }
+    void sampled(const CounterSnapshot& s) override { seen_peak = s.host_peak; }
+    void stopping(const CounterSnapshot&) override { ++stops; }
+    std::atomic<int> starts{0}, stops{0};
+    std::atomic<std::int64_t> seen_peak{0};
+  } client;
   Reporter reporter;
-  std::atomic<std::int64_t> seen_peak{0};
   ReporterOptions options;
   options.period = 1ms;
-  reporter.start(options, [&](const CounterSnapshot& s) { seen_peak = s.host_peak; }, nullptr);
+  reporter.start(options, &client, nullptr);
   std::vector<std::thread> workers;
   for (int t = 0; t < 3; ++t)
     workers.emplace_back([] {
@@ -34,8 +40,11 @@ TEST(Reporter, SamplesWhileThreadsCountAndStopsPromptly) {
   reporter.stop();
   EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
   EXPECT_GT(reporter.samples_taken(), 2u);
-  EXPECT_GE(seen_peak.load(), kExactBytes);
+  EXPECT_GE(client.seen_peak.load(), kExactBytes);
+  EXPECT_EQ(client.starts.load(), 1);
+  EXPECT_EQ(client.stops.load(), 1);
   reporter.stop();  // twice is fine
+  EXPECT_EQ(client.stops.load(), 1);
 }
 
 TEST(Reporter, WarnsOnceWhenLiveMemoryPassesTheShareOfCapacity) {

@@ -271,6 +271,20 @@ int main(int argc, char** argv) {
     pthread_create(&t, NULL, exit_later, NULL);
     pthread_join(t, NULL);
     return 0;
+  } else if (strcmp(mode, "underscore_exit") == 0) {
+    take(malloc(2 * MiB));
+    _exit(5);
+  } else if (strcmp(mode, "vfork") == 0) {
+    /* A vfork child shares our memory: its _exit must not write or spoil our report. */
+    pid_t pid = vfork();
+    if (pid == 0) {
+      execl("/nonexistent/program", "program", (char*)NULL);
+      _exit(3);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    void* p = take(malloc(4 * MiB));
+    give(p);
   } else if (strcmp(mode, "abort") == 0) {
     take(malloc(6 * MiB));
     abort();

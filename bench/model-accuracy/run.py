@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""The founding study's protocol on memory data: 20 random 70/30 splits and an extrapolation
+split (train on the smaller volumes, test on the largest), memwatch's modeler beside XGBoost,
+random forest, extra trees (1000 trees each) and an MLP on MinMax-scaled inputs. Prints one table:
+hold-out MAPE, upper-bound coverage (memwatch only: the peers give no bound) and fit time.
+
+Data: bench/data/unet3d-cpu.csv when it exists (the sweep of the 3D U-net trainer), otherwise a
+synthetic sweep from synth.py (a U-net-shaped ground truth with 0.2% noise). --data picks a file.
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MEASUREMENTS = {"host_peak_bytes", "heap_peak_bytes", "mmap_peak_bytes", "device_peak_bytes",
+                "rss_hwm_bytes", "elapsed_s", "exit_status"}
+
+
+def read_runs(path, target):
+    with open(path) as f:
+        rows = [r for r in csv.DictReader(line for line in f if line.strip() and not line.startswith("#"))]
+    header = list(rows[0].keys())
+    rows = [r for r in rows if r.get("exit_status", "0") in ("0", "")]
+    params = [h for h in header if h != target and h not in MEASUREMENTS]
+    return header, params, rows
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def encode(rows, params, categories):
+    """Numbers as they are, labels as their index: the peers need a numeric matrix."""
+    out = []
+    for r in rows:
+        out.append([categories[p].index(r[p]) if p in categories else float(r[p]) for p in params])
+    return np.array(out, dtype=float)
+
+
+def memwatch_fit_predict(binary, header, train, test, target, tmp):
+    train_path, test_path, model_path = (os.path.join(tmp, n) for n in ("train.csv", "test.csv", "model.json"))
+    write_csv(train_path, header, train)
+    write_csv(test_path, header, test)
+    start = time.perf_counter()
+    fitted = subprocess.run([binary, "fit", "--input", train_path, "--target", target, "--json"],
+                            capture_output=True, text=True, check=True)
+    seconds = time.perf_counter() - start
+    with open(model_path, "w") as f:
+        f.write(fitted.stdout)
+    predicted = subprocess.run([binary, "predict", "--model", model_path, "--input", test_path, "--json"],
+                               capture_output=True, text=True, check=True)
+    out = json.loads(predicted.stdout)
+    return (np.array([p["prediction"] for p in out]), np.array([p["upper"] for p in out]), seconds,
+            json.loads(fitted.stdout)["models"][0]["formula"])
+
+
+def peers():
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MinMaxScaler
+    from xgboost import XGBRegressor
+
+    def scaled(model):
+        return make_pipeline(MinMaxScaler(), model)
+
+    return {
+        "XGBoost": lambda: scaled(XGBRegressor(n_estimators=1000, n_jobs=2, random_state=0)),
+        "random forest": lambda: scaled(RandomForestRegressor(n_estimators=1000, n_jobs=2, random_state=0)),
+        "extra trees": lambda: scaled(ExtraTreesRegressor(n_estimators=1000, n_jobs=2, random_state=0)),
+        # The MLP also gets a MinMax-scaled target: on raw bytes (1e8..1e11) it does not train.
+        "MLP": lambda: TransformedTargetRegressor(
+            regressor=scaled(MLPRegressor(hidden_layer_sizes=(64, 64), max_iter=3000, random_state=0)),
+            transformer=MinMaxScaler()),
+    }
+
+
+def mape(y, p):
+    return float(np.mean(np.abs(p - y) / y)) * 100
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--memwatch", default=os.path.join(ROOT, "build", "bin", "memwatch"))
+    ap.add_argument("--data", help="sweep CSV (default: bench/data/unet3d-cpu.csv, else synthetic)")
+    ap.add_argument("--target", default="host_peak_bytes")
+    ap.add_argument("--volume", default="dim", help="the column to extrapolate along (default dim)")
+    ap.add_argument("--splits", type=int, default=20)
+    ap.add_argument("--no-peers", action="store_true", help="memwatch only")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = args.data or os.path.join(ROOT, "bench", "data", "unet3d-cpu.csv")
+        if not os.path.exists(data):
+            if args.data:
+                sys.exit(f"run.py: no such file {data}")
+            data = os.path.join(tmp, "synthetic.csv")
+            subprocess.run([sys.executable, os.path.join(HERE, "synth.py"), "--out", data], check=True)
+            source = "synthetic U-net-shaped sweep (synth.py, 0.2% noise)"
+        else:
+            source = os.path.relpath(data, ROOT)
+        header, params, rows = read_runs(data, args.target)
+        categories = {}
+        for p in params:
+            values = [r[p] for r in rows]
+            try:
+                [float(v) for v in values]
+            except ValueError:
+                categories[p] = sorted(set(values))
+        x_all = encode(rows, params, categories)
+        y_all = np.array([float(r[args.target]) for r in rows])
+
+        volume = np.array([float(r[args.volume]) for r in rows])
+        largest = volume.max()
+        extrap_train = [i for i in range(len(rows)) if volume[i] <= largest / 1.5]
+        extrap_test = [i for i in range(len(rows)) if volume[i] == largest]
+        splits = []
+        for seed in range(args.splits):
+            order = np.random.default_rng(seed).permutation(len(rows))
+            cut = int(0.7 * len(rows))
+            splits.append((order[:cut], order[cut:]))
+
+        methods = {"memwatch": None}
+        if not args.no_peers:
+            methods.update(peers())
+        results = {}
+        formula = ""
+        for name, make in methods.items():
+            random_mape, random_cover, times = [], [], []
+            for train, test in splits + [(extrap_train, extrap_test)]:
+                y_test = y_all[test]
+                if make is None:
+                    pred, upper, seconds, formula = memwatch_fit_predict(
+                        args.memwatch, header, [rows[i] for i in train], [rows[i] for i in test], args.target, tmp)
+                    cover = float(np.mean(y_test <= upper)) * 100
+                else:
+                    model = make()
+                    start = time.perf_counter()
+                    model.fit(x_all[train], y_all[train])
+                    seconds = time.perf_counter() - start
+                    pred = model.predict(x_all[test])
+                    cover = None
+                random_mape.append(mape(y_test, pred))
+                random_cover.append(cover)
+                times.append(seconds)
+            results[name] = (random_mape, random_cover, times)
+            print(f"  {name}: done", file=sys.stderr)
+
+    print(f"data: {source}: {len(rows)} runs, parameters {', '.join(params)}, target {args.target}")
+    print(f"random: {args.splits} splits 70/30; extrapolation: train {args.volume} <= {largest / 1.5:g} "
+          f"({len(extrap_train)} runs), test {args.volume} = {largest:g} ({len(extrap_test)} runs)")
+    print(f"memwatch's model on the last split: {formula}")
+    print()
+    print("| method | random MAPE % (mean ± sd) | random bound coverage % | extrapolation MAPE % "
+          "| extrapolation bound coverage % | fit time s (mean, max) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, (m, c, t) in results.items():
+        rand, cover = np.array(m[:-1]), c[:-1]
+        cov = f"{np.mean(cover):.1f}" if cover[0] is not None else "-"
+        ecov = f"{c[-1]:.1f}" if c[-1] is not None else "-"
+        print(f"| {name} | {rand.mean():.3f} ± {rand.std():.3f} | {cov} | {m[-1]:.3f} | {ecov} "
+              f"| {np.mean(t):.3f}, {np.max(t):.3f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+// `memwatch status | workloads | runs | model`: the daemon's query ops, readable by default and
+// as the daemon's JSON with --json.
+#include <cstdio>
+#include <span>
+#include <string>
+
+#include "args.hpp"
+#include "query_client.hpp"
+
+namespace memwatch::cli {
+
+using nlohmann::json;
+
+namespace {
+
+std::string mib(const json& bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", bytes.get<double>() / 1048576.0);
+  return text;
+}
+
+std::string params_text(const json& params) {
+  std::string out;
+  for (const auto& [name, value] : params.items())
+    out += (out.empty() ? "" : ",") + name + "=" + value.dump();
+  return out;
+}
+
+// Parses the common options and runs `request`; prints JSON or hands the reply to `print`.
+template <typename Print>
+int query(std::span<char* const> argv, std::vector<std::string_view> valued, json request,
+          std::vector<std::string> required, Print print) {
+  valued.push_back("query");
+  const Args args(argv, valued, {"json"});
+  for (const std::string& field : required) request[field] = args.required(field);
+  const json reply = ask_daemon(query_endpoint(args.value("query").value_or("")), request);
+  if (args.flag("json"))
+    std::puts(reply.dump(2).c_str());
+  else
+    print(reply);
+  return 0;
+}
+
+}  // namespace
+
+int cmd_status(std::span<char* const> argv) {
+  return query(argv, {}, {{"op", "status"}}, {}, [](const json& r) {
+    std::printf("memwatchd: %lld runs (%lld running) of %lld workloads, %lld samples\n",
+                r["runs"].get<long long>(), r["running"].get<long long>(),
+                r["workloads"].get<long long>(), r["samples"].get<long long>());
+    std::printf("store %s, ingest %s, up %.0f s\n", r["db"].get<std::string>().c_str(),
+                r["ingest"].get<std::string>().c_str(), r["uptime_s"].get<double>());
+  });
+}
+
+int cmd_workloads(std::span<char* const> argv) {
+  return query(argv, {}, {{"op", "workloads"}}, {}, [](const json& r) {
+    for (const auto& w : r["workloads"])
+      std::printf("%-30s %6lld runs\n", w["workload"].get<std::string>().c_str(),
+                  w["runs"].get<long long>());
+  });
+}
+
+int cmd_runs(std::span<char* const> argv) {
+  return query(argv, {"workload"}, {{"op", "runs"}}, {"workload"}, [](const json& r) {
+    std::printf("%6s  %-9s %12s %12s %9s  %s\n", "id", "status", "host MiB", "device MiB",
+                "seconds", "params");
+    for (const auto& run : r["runs"])
+      std::printf("%6lld  %-9s %12s %12s %9.1f  %s\n", run["id"].get<long long>(),
+                  run["status"].get<std::string>().c_str(), mib(run["host_peak_bytes"]).c_str(),
+                  mib(run["device_peak_bytes"]).c_str(), run["elapsed_s"].get<double>(),
+                  params_text(run["params"]).c_str());
+  });
+}
+
+int cmd_model(std::span<char* const> argv) {
+  return query(argv, {"workload", "target"}, {{"op", "model"}}, {"workload", "target"},
+               [](const json& r) { std::puts(r["model"].dump(2).c_str()); });
+}
+
+}  // namespace memwatch::cli

@@ -1,0 +1,105 @@
+// `memwatch fit --input FILE [--target COLUMN] [--params a,b] [--json]`: fits a model of the
+// target over the parameters and prints it, readable or as the JSON `predict` reads.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <span>
+#include <sstream>
+#include <string>
+
+#include "args.hpp"
+#include "memwatch/model/model.hpp"
+#include "memwatch/model/model_json.hpp"
+#include "memwatch/model/table_parse.hpp"
+#include "model_io.hpp"
+
+namespace memwatch::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+constexpr const char* usage =
+    "usage: memwatch fit --input FILE [--target COLUMN] [--params a,b,...] [--json]\n"
+    "                    [--terms K] [--exponents 0,0.5,1,...] [--log] [--gp auto|always|never]\n"
+    "                    [--level 0.95]\n"
+    "FILE is CSV with a header (parameters, then the target) or JSON Lines\n"
+    "{\"params\":{...},\"value\":N}. The target defaults to host_peak_bytes when the header has\n"
+    "it, else the last column; the parameters default to every other column except a sweep's\n"
+    "measurement columns. Columns of words (fp32, bf16) split the runs into separate models.";
+
+}  // namespace
+
+int cmd_fit(std::span<char* const> argv) {
+  const Args args(argv, {"input", "target", "params", "terms", "exponents", "gp", "level"},
+                  {"json", "log", "help"});
+  if (args.flag("help")) {
+    std::puts(usage);
+    return 0;
+  }
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional().front() + "'\n" + usage);
+  const std::string path = args.required("input");
+
+  model::TableOptions table;
+  table.target = args.value("target").value_or("");
+  if (auto p = args.value("params")) table.params = split_list(*p);
+  model::FitOptions options;
+  if (auto k = args.value("terms")) {
+    const double terms = parse_number(*k, "--terms");
+    if (terms < 1 || terms > 6 || terms != static_cast<int>(terms))
+      throw UsageError("--terms: expected a whole number from 1 to 6");
+    options.terms.max_terms = static_cast<std::size_t>(terms);
+  }
+  if (auto e = args.value("exponents")) {
+    options.terms.exponents = {0};
+    for (const auto& item : split_list(*e)) {
+      const double v = parse_number(item, "--exponents");
+      if (v != 0) options.terms.exponents.push_back(v);
+    }
+  }
+  if (args.flag("log")) options.terms.log_exponents = {0, 1};
+  if (auto gp = args.value("gp")) {
+    if (*gp == "always") options.gp_above = 0;
+    else if (*gp == "never") options.gp_above = INFINITY;
+    else if (*gp != "auto") throw UsageError("--gp: expected auto, always or never");
+  }
+  if (auto level = args.value("level")) {
+    options.bound_level = parse_number(*level, "--level");
+    if (options.bound_level <= 0 || options.bound_level >= 1)
+      throw UsageError("--level: expected a number between 0 and 1");
+  }
+
+  const std::string text = read_file(path);
+  model::Dataset data;
+  model::Model m;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    data = model::parse_table(text, table);
+    for (const auto& note : data.notes) std::fprintf(stderr, "memwatch fit: %s: %s\n", path.c_str(), note.c_str());
+    m = model::fit(data, options);
+  } catch (const model::ParseError& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  } catch (const model::FitError& e) {
+    throw std::runtime_error(path + (e.line ? ": line " + std::to_string(e.line) : std::string()) +
+                             ": " + e.what());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (args.flag("json")) {
+    std::puts(model::to_json(m).c_str());
+  } else {
+    std::printf("%s", m.describe().c_str());
+    std::printf("fitted %zu runs of %s in %.3f s\n", data.rows.size(), path.c_str(), seconds);
+  }
+  return 0;
+}
+
+}  // namespace memwatch::cli

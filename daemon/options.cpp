@@ -1,0 +1,113 @@
+#include "options.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string_view>
+
+#include "memwatch/protocol/endpoints.hpp"
+
+namespace memwatch::daemon {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string default_db() {
+  const char* state = std::getenv("XDG_STATE_HOME");
+  const char* home = std::getenv("HOME");
+  const fs::path base = state && *state ? fs::path(state)
+                        : home && *home ? fs::path(home) / ".local" / "state"
+                                        : fs::path("/tmp");
+  return (base / "memwatch" / "memwatch.db").string();
+}
+
+bool make_private_dir(const fs::path& dir, std::string& error) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    error = "cannot create " + dir.string() + ": " + ec.message();
+    return false;
+  }
+  if (chmod(dir.c_str(), 0700) != 0) {
+    error = "cannot make " + dir.string() + " private (mode 0700)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string loopback_if_no_host(const std::string& endpoint) {
+  constexpr std::string_view tcp = "tcp://";
+  if (!endpoint.starts_with(tcp)) return endpoint;
+  std::string rest = endpoint.substr(tcp.size());
+  if (rest.starts_with(":")) rest.erase(0, 1);
+  if (rest.find(':') == std::string::npos) return "tcp://127.0.0.1:" + rest;
+  return endpoint;
+}
+
+std::optional<Options> parse_options(std::span<char* const> args, std::string& error) {
+  Options o{protocol::default_ingest_endpoint(), protocol::default_query_endpoint(),
+            protocol::default_events_endpoint(), default_db(), false};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    auto value = [&](std::string& slot) {
+      if (i + 1 >= args.size()) {
+        error = std::string(a) + " needs a value";
+        return false;
+      }
+      slot = args[++i];
+      return true;
+    };
+    bool ok = true;
+    if (a == "--ingest") ok = value(o.ingest);
+    else if (a == "--query") ok = value(o.query);
+    else if (a == "--events") ok = value(o.events);
+    else if (a == "--db") ok = value(o.db);
+    else if (a == "--foreground") o.foreground = true;
+    else {
+      error = "unknown option '" + std::string(a) + "' (see memwatchd --help)";
+      return std::nullopt;
+    }
+    if (!ok) return std::nullopt;
+  }
+  for (std::string* e : {&o.ingest, &o.query, &o.events}) {
+    if (!protocol::is_endpoint(*e)) {
+      error = "'" + *e + "' is not an endpoint: expected ipc://PATH or tcp://[HOST]:PORT";
+      return std::nullopt;
+    }
+    *e = loopback_if_no_host(*e);
+  }
+  return o;
+}
+
+bool prepare_paths(const Options& o, std::string& error) {
+  for (const std::string& e : {o.ingest, o.query, o.events}) {
+    if (!e.starts_with("ipc://")) continue;
+    if (!make_private_dir(fs::path(e.substr(6)).parent_path(), error)) return false;
+  }
+  const fs::path db_dir = fs::path(o.db).parent_path();
+  if (!db_dir.empty() && !make_private_dir(db_dir, error)) return false;
+  return true;
+}
+
+std::string options_help() {
+  return "usage: memwatchd [--ingest EP] [--query EP] [--events EP] [--db PATH] [--foreground]\n"
+         "  --ingest EP   where shims report (ZeroMQ ROUTER); default " +
+         protocol::default_ingest_endpoint() +
+         "\n"
+         "  --query EP    JSON requests (ZeroMQ REP); default " +
+         protocol::default_query_endpoint() +
+         "\n"
+         "  --events EP   warnings and new models (ZeroMQ PUB); default " +
+         protocol::default_events_endpoint() +
+         "\n"
+         "  --db PATH     the SQLite store; default " + default_db() +
+         "\n"
+         "  --foreground  stay in the foreground (default: detach)\n"
+         "ipc folders are created with mode 0700; tcp://:PORT binds to 127.0.0.1 only.\n";
+}
+
+}  // namespace memwatch::daemon

@@ -1,0 +1,194 @@
+#include "server.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <iterator>
+#include <zmq_addon.hpp>
+
+#include "segment.hpp"
+
+namespace memwatch::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kIngestPerTurn = 5000;  // frames handled before the query socket gets a turn
+constexpr std::chrono::milliseconds kTick{100};
+constexpr double kLivenessEvery = 1.0;
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string this_host() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      return false;
+  return true;
+}
+
+// What the store accepts: the decoder already refused non-finite numbers and over-long frames;
+// memory parameters are sizes and counts, never negative, and names are plain words.
+bool valid_hello(const protocol::Hello& h) {
+  if (!valid_name(h.workload) || h.host.size() > 255 || h.host_capacity_bytes < 0) return false;
+  for (const auto& [name, value] : h.params)
+    if (!valid_name(name) || value < 0 || value > 1e15) return false;
+  return true;
+}
+
+bool process_gone(std::int64_t pid) {
+  return pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
+Server::Server(const Options& options)
+    : options_(options),
+      store_(options.db),
+      context_(1),
+      ingest_(context_, zmq::socket_type::router),
+      query_(context_, zmq::socket_type::rep),
+      events_(context_, zmq::socket_type::pub),
+      host_(this_host()),
+      queries_({&store_, [this] {
+                  const Counts c = store_.counts();
+                  return json{{"runs", c.runs},
+                              {"running", c.running},
+                              {"samples", c.samples},
+                              {"workloads", c.workloads},
+                              {"frames", stats_.frames},
+                              {"rejected_frames", stats_.rejected},
+                              {"uptime_s", unix_now() - started_},
+                              {"db", options_.db},
+                              {"ingest", options_.ingest}};
+                }}),
+      started_(unix_now()) {
+  for (zmq::socket_t* s : {&ingest_, &query_, &events_}) s->set(zmq::sockopt::linger, 0);
+  // A shim that is gone or slow never holds the daemon up: replies to it are dropped.
+  ingest_.set(zmq::sockopt::sndhwm, 1000);
+  ingest_.set(zmq::sockopt::maxmsgsize, int64_t{64 * 1024});
+  query_.set(zmq::sockopt::maxmsgsize, int64_t{64 * 1024});
+  ingest_.bind(options.ingest);
+  query_.bind(options.query);
+  events_.bind(options.events);
+}
+
+void Server::run(const std::atomic<bool>& stop) {
+  zmq::pollitem_t items[] = {{ingest_.handle(), 0, ZMQ_POLLIN, 0},
+                             {query_.handle(), 0, ZMQ_POLLIN, 0}};
+  double last_liveness = 0;
+  while (!stop.load()) {
+    try {
+      zmq::poll(items, 2, kTick);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;  // a signal: the loop condition decides
+      throw;
+    }
+    if (items[0].revents & ZMQ_POLLIN) on_ingest();
+    if (items[1].revents & ZMQ_POLLIN) on_query();
+    const double now = unix_now();
+    if (now - last_liveness >= kLivenessEvery) {
+      check_liveness();
+      last_liveness = now;
+    }
+  }
+  store_.commit_batch();
+}
+
+void Server::on_ingest() {
+  store_.begin_batch();
+  for (int i = 0; i < kIngestPerTurn; ++i) {
+    std::vector<zmq::message_t> parts;
+    if (!zmq::recv_multipart(ingest_, std::back_inserter(parts), zmq::recv_flags::dontwait))
+      break;
+    ++stats_.frames;
+    if (parts.size() != 2) {
+      ++stats_.rejected;
+      continue;
+    }
+    const std::string peer = parts[0].to_string();
+    const auto message = protocol::decode(parts[1].to_string_view());
+    if (!message) {
+      ++stats_.rejected;
+      continue;
+    }
+    if (const auto* hello = std::get_if<protocol::Hello>(&*message)) {
+      if (!valid_hello(*hello)) {
+        ++stats_.rejected;
+        continue;
+      }
+      ++stats_.hellos;
+      const std::int64_t run = store_.begin_run(*hello, unix_now());
+      run_by_peer_[peer] = run;
+      store_.commit_batch();  // acknowledged below: on disk first
+      store_.begin_batch();
+      protocol::Verdict verdict;  // no model is consulted yet: the shim learns the daemon heard
+      const std::string frame = protocol::encode(verdict);
+      std::array<zmq::const_buffer, 2> reply = {zmq::buffer(peer), zmq::buffer(frame)};
+      (void)zmq::send_multipart(ingest_, reply, zmq::send_flags::dontwait);
+      publish({{"event", "run_started"}, {"run", run}, {"workload", hello->workload}});
+      continue;
+    }
+    const auto it = run_by_peer_.find(peer);
+    if (it == run_by_peer_.end()) {
+      ++stats_.rejected;  // a sample or bye from a peer that never said hello
+      continue;
+    }
+    if (const auto* sample = std::get_if<protocol::Sample>(&*message)) {
+      ++stats_.samples;
+      store_.add_sample(it->second, *sample);
+    } else if (const auto* bye = std::get_if<protocol::Bye>(&*message)) {
+      ++stats_.byes;
+      store_.finish_run(it->second, *bye);
+      publish({{"event", "run_finished"}, {"run", it->second}});
+      run_by_peer_.erase(it);
+    } else {
+      ++stats_.rejected;
+    }
+  }
+  store_.commit_batch();
+}
+
+void Server::on_query() {
+  zmq::message_t request;
+  if (!query_.recv(request, zmq::recv_flags::dontwait)) return;
+  const std::string reply = queries_.answer(request.to_string_view());
+  query_.send(zmq::buffer(reply), zmq::send_flags::none);
+}
+
+void Server::check_liveness() {
+  for (const Run& run : store_.running_on(host_)) {
+    if (!process_gone(run.pid)) continue;
+    // Died without BYE (SIGKILL, the OOM killer): its counters survive in shared memory.
+    const auto last = shim::segment_read(static_cast<int>(run.pid));
+    if (last) {
+      store_.mark_killed(run.id, last->host_peak, last->heap_peak, last->mmap_peak,
+                         last->device_sum_peak, unix_now() - run.started_unix_s);
+      shim::segment_remove(static_cast<int>(run.pid));
+    } else {
+      store_.mark_killed(run.id, run.host_peak_bytes, run.heap_peak_bytes, run.mmap_peak_bytes,
+                         run.device_peak_bytes, run.elapsed_s);
+    }
+    ++stats_.killed;
+    publish({{"event", "run_killed"}, {"run", run.id}, {"workload", run.workload}});
+  }
+}
+
+void Server::publish(const json& event) {
+  const std::string text = event.dump();
+  (void)events_.send(zmq::buffer(text), zmq::send_flags::dontwait);
+}
+
+}  // namespace memwatch::daemon

@@ -1,0 +1,313 @@
+#include "store.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace memwatch::daemon {
+
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY,
+  workload TEXT NOT NULL,
+  params TEXT NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  started REAL NOT NULL,
+  elapsed_s REAL NOT NULL DEFAULT 0,
+  host_peak_bytes INTEGER NOT NULL DEFAULT 0,
+  heap_peak_bytes INTEGER NOT NULL DEFAULT 0,
+  mmap_peak_bytes INTEGER NOT NULL DEFAULT 0,
+  device_peak_bytes INTEGER NOT NULL DEFAULT 0,
+  pinned_peak_bytes INTEGER NOT NULL DEFAULT 0,
+  managed_peak_bytes INTEGER NOT NULL DEFAULT 0,
+  rss_hwm_bytes INTEGER NOT NULL DEFAULT 0,
+  host_capacity_bytes INTEGER NOT NULL DEFAULT 0,
+  exit_cause TEXT NOT NULL DEFAULT '',
+  exit_detail INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS runs_by_workload ON runs(workload);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs(status);
+-- Samples are kept compactly: the shim sends one per high-water step and a heartbeat.
+CREATE TABLE IF NOT EXISTS samples (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  t_s REAL NOT NULL,
+  host_live_bytes INTEGER NOT NULL,
+  host_peak_bytes INTEGER NOT NULL,
+  device_live_bytes INTEGER NOT NULL,
+  device_peak_bytes INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS samples_by_run ON samples(run_id);
+CREATE TABLE IF NOT EXISTS models (
+  id INTEGER PRIMARY KEY,
+  workload TEXT NOT NULL,
+  target TEXT NOT NULL,
+  created REAL NOT NULL,
+  runs INTEGER NOT NULL,
+  model TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS models_by_key ON models(workload, target, id);
+)sql";
+
+// A prepared statement, finalized with the scope.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw StoreError(std::string("store: cannot prepare: ") + sqlite3_errmsg(db));
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, std::int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  Statement& bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw StoreError(std::string("store: ") + sqlite3_errmsg(db_));
+  }
+  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::string text(int col) const {
+    const auto* t = sqlite3_column_text(stmt_, col);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+std::string params_json(const protocol::Params& params) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, value] : params) j[name] = value;
+  return j.dump();
+}
+
+protocol::Params params_from_json(const std::string& text) {
+  protocol::Params params;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return params;
+  for (const auto& [name, value] : j.items())
+    if (value.is_number()) params.emplace_back(name, value.get<double>());
+  return params;
+}
+
+RunStatus status_from(const std::string& s) {
+  if (s == "finished") return RunStatus::finished;
+  if (s == "signaled") return RunStatus::signaled;
+  if (s == "killed") return RunStatus::killed;
+  return RunStatus::running;
+}
+
+constexpr const char* kRunColumns =
+    "id, workload, params, host, pid, status, started, elapsed_s, host_peak_bytes, "
+    "heap_peak_bytes, mmap_peak_bytes, device_peak_bytes, rss_hwm_bytes, host_capacity_bytes, "
+    "exit_cause, (SELECT COUNT(*) FROM samples WHERE run_id = runs.id)";
+
+Run read_run(const Statement& s) {
+  Run r;
+  r.id = s.integer(0);
+  r.workload = s.text(1);
+  r.params = params_from_json(s.text(2));
+  r.host = s.text(3);
+  r.pid = s.integer(4);
+  r.status = status_from(s.text(5));
+  r.started_unix_s = s.real(6);
+  r.elapsed_s = s.real(7);
+  r.host_peak_bytes = s.integer(8);
+  r.heap_peak_bytes = s.integer(9);
+  r.mmap_peak_bytes = s.integer(10);
+  r.device_peak_bytes = s.integer(11);
+  r.rss_hwm_bytes = s.integer(12);
+  r.host_capacity_bytes = s.integer(13);
+  r.exit_cause = s.text(14);
+  r.samples = s.integer(15);
+  return r;
+}
+
+}  // namespace
+
+const char* status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::running: return "running";
+    case RunStatus::finished: return "finished";
+    case RunStatus::signaled: return "signaled";
+    case RunStatus::killed: return "killed";
+  }
+  return "running";
+}
+
+Store::Store(const std::string& path) : path_(path) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw StoreError("cannot open the database " + path + ": " + why);
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  try {
+    exec("PRAGMA journal_mode=WAL");
+    // FULL: a commit is on disk before the daemon answers, whatever happens to it next.
+    exec("PRAGMA synchronous=FULL");
+    exec(kSchema);
+  } catch (const StoreError& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw StoreError(path + " is not a memwatch database (" + e.what() + ")");
+  }
+}
+
+Store::~Store() {
+  if (in_batch_) sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(db_);
+}
+
+void Store::exec(const char* sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string why = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw StoreError("store: " + why);
+  }
+}
+
+void Store::begin_batch() {
+  if (in_batch_) return;
+  exec("BEGIN");
+  in_batch_ = true;
+}
+
+void Store::commit_batch() {
+  if (!in_batch_) return;
+  in_batch_ = false;
+  exec("COMMIT");
+}
+
+std::int64_t Store::begin_run(const protocol::Hello& h, double now_unix_s) {
+  Statement s(db_,
+              "INSERT INTO runs (workload, params, host, pid, status, started, "
+              "host_capacity_bytes) VALUES (?, ?, ?, ?, 'running', ?, ?)");
+  s.bind(1, h.workload).bind(2, params_json(h.params)).bind(3, h.host);
+  s.bind(4, static_cast<std::int64_t>(h.pid));
+  s.bind(5, h.start_unix_s > 0 ? h.start_unix_s : now_unix_s).bind(6, h.host_capacity_bytes);
+  s.step();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+void Store::add_sample(std::int64_t run, const protocol::Sample& m) {
+  Statement s(db_, "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)");
+  s.bind(1, run).bind(2, m.t_s).bind(3, m.host_live_bytes).bind(4, m.host_peak_bytes);
+  s.bind(5, m.device_live_bytes).bind(6, m.device_peak_bytes);
+  s.step();
+  Statement peak(db_,
+                 "UPDATE runs SET host_peak_bytes = MAX(host_peak_bytes, ?), "
+                 "device_peak_bytes = MAX(device_peak_bytes, ?), elapsed_s = ? WHERE id = ?");
+  peak.bind(1, m.host_peak_bytes).bind(2, m.device_peak_bytes).bind(3, m.t_s).bind(4, run);
+  peak.step();
+}
+
+void Store::finish_run(std::int64_t run, const protocol::Bye& b) {
+  const bool signaled = b.cause == protocol::ExitCause::signal;
+  Statement s(db_,
+              "UPDATE runs SET status = ?, elapsed_s = ?, host_peak_bytes = ?, heap_peak_bytes = ?, "
+              "mmap_peak_bytes = ?, device_peak_bytes = ?, pinned_peak_bytes = ?, "
+              "managed_peak_bytes = ?, rss_hwm_bytes = ?, exit_cause = ?, exit_detail = ? "
+              "WHERE id = ?");
+  s.bind(1, std::string(signaled ? "signaled" : "finished")).bind(2, b.elapsed_s);
+  s.bind(3, b.host_peak_bytes).bind(4, b.heap_peak_bytes).bind(5, b.mmap_peak_bytes);
+  s.bind(6, b.device_peak_bytes).bind(7, b.pinned_peak_bytes).bind(8, b.managed_peak_bytes);
+  s.bind(9, b.rss_hwm_bytes);
+  s.bind(10, std::string(b.cause == protocol::ExitCause::signal            ? "signal"
+                         : b.cause == protocol::ExitCause::underscore_exit ? "_exit"
+                                                                           : "exit"));
+  s.bind(11, static_cast<std::int64_t>(b.detail)).bind(12, run);
+  s.step();
+}
+
+void Store::mark_killed(std::int64_t run, std::int64_t host_peak, std::int64_t heap_peak,
+                        std::int64_t mmap_peak, std::int64_t device_peak, double elapsed_s) {
+  Statement s(db_,
+              "UPDATE runs SET status = 'killed', exit_cause = 'killed', "
+              "host_peak_bytes = MAX(host_peak_bytes, ?), heap_peak_bytes = MAX(heap_peak_bytes, ?), "
+              "mmap_peak_bytes = MAX(mmap_peak_bytes, ?), "
+              "device_peak_bytes = MAX(device_peak_bytes, ?), elapsed_s = MAX(elapsed_s, ?) "
+              "WHERE id = ?");
+  s.bind(1, host_peak).bind(2, heap_peak).bind(3, mmap_peak).bind(4, device_peak);
+  s.bind(5, elapsed_s).bind(6, run);
+  s.step();
+}
+
+std::vector<Run> Store::runs(const std::string& workload) const {
+  Statement s(db_, (std::string("SELECT ") + kRunColumns +
+                    " FROM runs WHERE workload = ? ORDER BY id").c_str());
+  s.bind(1, workload);
+  std::vector<Run> out;
+  while (s.step()) out.push_back(read_run(s));
+  return out;
+}
+
+std::vector<Run> Store::running_on(const std::string& host) const {
+  Statement s(db_, (std::string("SELECT ") + kRunColumns +
+                    " FROM runs WHERE status = 'running' AND host = ? ORDER BY id").c_str());
+  s.bind(1, host);
+  std::vector<Run> out;
+  while (s.step()) out.push_back(read_run(s));
+  return out;
+}
+
+std::optional<Run> Store::run(std::int64_t id) const {
+  Statement s(db_, (std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?").c_str());
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_run(s);
+}
+
+std::vector<std::string> Store::workloads() const {
+  Statement s(db_, "SELECT DISTINCT workload FROM runs ORDER BY workload");
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
+}
+
+Counts Store::counts() const {
+  Statement s(db_,
+              "SELECT (SELECT COUNT(*) FROM runs), "
+              "(SELECT COUNT(*) FROM runs WHERE status = 'running'), "
+              "(SELECT COUNT(*) FROM samples), (SELECT COUNT(DISTINCT workload) FROM runs)");
+  s.step();
+  return {s.integer(0), s.integer(1), s.integer(2), s.integer(3)};
+}
+
+void Store::save_model(const std::string& workload, const std::string& target,
+                       const std::string& model_json, std::int64_t runs_used,
+                       double now_unix_s) {
+  Statement s(db_, "INSERT INTO models (workload, target, created, runs, model) VALUES (?,?,?,?,?)");
+  s.bind(1, workload).bind(2, target).bind(3, now_unix_s).bind(4, runs_used).bind(5, model_json);
+  s.step();
+}
+
+std::optional<std::string> Store::latest_model(const std::string& workload,
+                                               const std::string& target) const {
+  Statement s(db_,
+              "SELECT model FROM models WHERE workload = ? AND target = ? ORDER BY id DESC LIMIT 1");
+  s.bind(1, workload).bind(2, target);
+  if (!s.step()) return std::nullopt;
+  return s.text(0);
+}
+
+}  // namespace memwatch::daemon

@@ -1,0 +1,88 @@
+// The daemon's store: one SQLite file in WAL mode holding every run, its samples and the
+// models fitted from them. Every write that is acknowledged to a client is committed first,
+// so a daemon killed at any moment loses nothing it answered for.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "memwatch/protocol/wire.hpp"
+
+namespace memwatch::daemon {
+
+struct StoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class RunStatus { running, finished, signaled, killed };
+const char* status_name(RunStatus s);
+
+struct Run {
+  std::int64_t id = 0;
+  std::string workload;
+  protocol::Params params;
+  std::string host;
+  std::int64_t pid = 0;
+  RunStatus status = RunStatus::running;
+  double started_unix_s = 0;
+  double elapsed_s = 0;
+  std::int64_t host_peak_bytes = 0;
+  std::int64_t heap_peak_bytes = 0;
+  std::int64_t mmap_peak_bytes = 0;
+  std::int64_t device_peak_bytes = 0;
+  std::int64_t rss_hwm_bytes = 0;
+  std::int64_t host_capacity_bytes = 0;
+  std::string exit_cause;
+  std::int64_t samples = 0;
+};
+
+struct Counts {
+  std::int64_t runs = 0;
+  std::int64_t running = 0;
+  std::int64_t samples = 0;
+  std::int64_t workloads = 0;
+};
+
+class Store {
+ public:
+  explicit Store(const std::string& path);  // creates or opens; throws StoreError
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  std::int64_t begin_run(const protocol::Hello& hello, double now_unix_s);
+  void add_sample(std::int64_t run, const protocol::Sample& sample);
+  void finish_run(std::int64_t run, const protocol::Bye& bye);
+  // A run that ended without BYE: its last known peaks, from the shared-memory segment or the
+  // last sample.
+  void mark_killed(std::int64_t run, std::int64_t host_peak, std::int64_t heap_peak,
+                   std::int64_t mmap_peak, std::int64_t device_peak, double elapsed_s);
+
+  // Groups the writes of one loop turn into one transaction (samples arrive by the thousand).
+  void begin_batch();
+  void commit_batch();
+
+  [[nodiscard]] std::vector<Run> runs(const std::string& workload) const;
+  [[nodiscard]] std::vector<Run> running_on(const std::string& host) const;
+  [[nodiscard]] std::optional<Run> run(std::int64_t id) const;
+  [[nodiscard]] std::vector<std::string> workloads() const;
+  [[nodiscard]] Counts counts() const;
+
+  void save_model(const std::string& workload, const std::string& target,
+                  const std::string& model_json, std::int64_t runs_used, double now_unix_s);
+  [[nodiscard]] std::optional<std::string> latest_model(const std::string& workload,
+                                                        const std::string& target) const;
+
+ private:
+  void exec(const char* sql);
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  bool in_batch_ = false;
+};
+
+}  // namespace memwatch::daemon

@@ -1,0 +1,73 @@
+// The modeler's API: fit a Dataset into a Model, ask the Model for predictions with an upper
+// bound. A Model holds one SubModel per combination of categorical labels.
+#pragma once
+
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "memwatch/model/dataset.hpp"
+#include "memwatch/model/function.hpp"
+#include "memwatch/model/gp_search.hpp"
+#include "memwatch/model/term_search.hpp"
+#include "memwatch/model/upper_bound.hpp"
+
+namespace memwatch::model {
+
+struct FitOptions {
+  TermSearchOptions terms;
+  GpOptions gp;
+  // The GP search runs when the term search's leave-one-out MAPE is above this: the error is
+  // then more than noise. 0 always runs it; infinity never does.
+  double gp_above = 0.005;
+  double bound_level = 0.95;
+  std::size_t runner_ups = 3;  // alternative models kept to widen the bound off the data's range
+};
+
+// A dataset the modeler cannot fit: too few runs for the parameters (in some category).
+struct FitError : std::runtime_error {
+  FitError(std::size_t line_no, const std::string& what_went_wrong)
+      : std::runtime_error(what_went_wrong), line(line_no) {}
+  std::size_t line;  // source line of the last run concerned; 0 when unknown
+};
+
+struct SubModel {
+  std::map<std::string, std::string> labels;  // empty when there are no categories
+  Function function;
+  std::string search;  // "terms" or "terms+gp": which search found the function
+  double loo_mape = 0;
+  double train_mape = 0;
+  std::size_t runs = 0;
+  std::vector<std::pair<double, double>> range;  // per parameter: training min, max
+  Bound bound;
+  std::vector<Function> runner_ups;
+};
+
+struct Prediction {
+  double value = 0;
+  double upper = 0;
+  bool extrapolating = false;  // a parameter lies outside the training range
+};
+
+struct Model {
+  std::string target;
+  std::vector<std::string> params;
+  std::vector<std::string> categories;
+  std::vector<SubModel> parts;
+
+  // Throws std::invalid_argument for a missing or unknown parameter, or labels with no model.
+  [[nodiscard]] Prediction predict(const Point& p) const;
+  [[nodiscard]] Prediction predict(const SubModel& part, std::span<const double> x) const;
+  [[nodiscard]] const SubModel& part_for(const Point& p) const;
+  // Formula, coefficients, errors and bound method of every part, for people.
+  [[nodiscard]] std::string describe() const;
+};
+
+[[nodiscard]] Model fit(const Dataset& d, const FitOptions& options = {});
+
+// The fitted parts without the packaging: one group's model (used by fit, and by the bench).
+[[nodiscard]] SubModel fit_group(const Dataset& d, const FitOptions& options);
+
+}  // namespace memwatch::model

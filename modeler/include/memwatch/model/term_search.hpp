@@ -1,0 +1,46 @@
+// The hypothesis search over sums of products of powers: constant + up to K compound terms.
+// Forward selection over the whole term dictionary scores each candidate by closed-form
+// leave-one-out error with an incremental orthogonal basis (O(n k) per candidate); the
+// candidates it met near the top, and the neighbours of what it chose, then form a small pool
+// whose subsets are all scored the same way; the best few are fitted properly and ranked.
+#pragma once
+
+#include <vector>
+
+#include "memwatch/model/dataset.hpp"
+#include "memwatch/model/hypothesis.hpp"
+
+namespace memwatch::model {
+
+struct TermSearchOptions {
+  // Exponents a parameter may carry in a term; 0 means the parameter is absent.
+  std::vector<double> exponents{0, 0.5, 1, 1.5, 2, 3};
+  // Powers of log2(x) a factor may carry besides x^i; {0} disables log factors.
+  std::vector<int> log_exponents{0};
+  std::size_t max_terms = 4;     // K
+  std::size_t max_factors = 3;   // parameters per term
+  std::size_t keep_per_step = 6; // candidates per forward step that join the exhaustive pool
+  std::size_t pool_limit = 26;
+  std::size_t refit_limit = 256; // pool subsets fitted properly (sign checks, exact costs)
+  bool nonnegative = true;
+  // A simpler model wins when its leave-one-out MAPE is within
+  // max(relative * best, absolute) of the best.
+  double simplicity_relative = 0.05;
+  double simplicity_absolute = 1e-4;
+  double negligible = 5e-4;  // Extra-P's 0.05%: drop terms below it at every run
+};
+
+// All valid hypotheses found, the selected one first, then the others by leave-one-out MAPE.
+// Empty only when no term fits at all.
+[[nodiscard]] std::vector<Hypothesis> search_terms(const Dataset& d,
+                                                   const TermSearchOptions& options);
+
+// The term dictionary the search draws from (exposed for tests and the docs' counts).
+[[nodiscard]] std::vector<CompoundTerm> term_dictionary(std::size_t params,
+                                                        const TermSearchOptions& options);
+
+// Picks from `ranked` (sorted by leave-one-out MAPE) the fewest-feature hypothesis within the
+// simplicity tolerance of the best, and moves it to the front.
+void prefer_simple(std::vector<Hypothesis>& ranked, double relative, double absolute);
+
+}  // namespace memwatch::model

@@ -1,0 +1,40 @@
+// The upper bound behind OOM verdicts: jackknife+ (Barber et al.) on the leave-one-out fits,
+// which come in closed form from the hat matrix. Residuals are relative to each leave-one-out
+// prediction, so the bound scales with the prediction as memory errors do.
+#pragma once
+
+#include <Eigen/Dense>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memwatch/model/dataset.hpp"
+#include "memwatch/model/function.hpp"
+#include "memwatch/model/hypothesis.hpp"
+
+namespace memwatch::model {
+
+struct Bound {
+  // "jackknife+" when there are enough runs for `level`; otherwise "jackknife+ max", the
+  // largest leave-one-out value, whose nominal level is n / (n + 1).
+  std::string method;
+  double level = 0.95;         // nominal one-sided coverage actually delivered
+  double requested_level = 0.95;
+  std::size_t runs = 0;
+  std::size_t rank = 0;        // which order statistic of the n leave-one-out values is used
+  Eigen::MatrixXd loo_shifts;  // (1 + features) x runs: beta - beta_{-i}
+  std::vector<double> loo_ratios;  // (y_i - f_{-i}(x_i)) / f_{-i}(x_i)
+
+  [[nodiscard]] bool enough_runs() const { return level >= requested_level; }
+  // Runs needed for the requested level: the smallest n with ceil(level * (n + 1)) <= n.
+  [[nodiscard]] std::size_t runs_needed() const;
+  [[nodiscard]] std::string describe() const;
+};
+
+// `h` must carry its leave-one-out shifts (fit_hypothesis(..., with_loo_shifts = true)).
+[[nodiscard]] Bound make_bound(const Hypothesis& h, double level);
+
+// The bound at x for the model `f` the bound was made from.
+[[nodiscard]] double upper_bound(const Bound& b, const Function& f, std::span<const double> x);
+
+}  // namespace memwatch::model

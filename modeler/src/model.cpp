@@ -1,0 +1,159 @@
+#include "memwatch/model/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace memwatch::model {
+
+namespace {
+
+bool same_features(const Function& a, const Function& b) {
+  if (a.features.size() != b.features.size()) return false;
+  for (const auto& f : a.features)
+    if (std::find(b.features.begin(), b.features.end(), f) == b.features.end()) return false;
+  return true;
+}
+
+std::string labels_text(const std::map<std::string, std::string>& labels) {
+  std::string s;
+  for (const auto& [k, v] : labels) s += (s.empty() ? "" : ", ") + k + "=" + v;
+  return s;
+}
+
+}  // namespace
+
+SubModel fit_group(const Dataset& d, const FitOptions& options) {
+  if (d.rows.size() <= d.params.size())
+    throw FitError(d.rows.empty() ? 0 : d.rows.back().line,
+                   "only " + std::to_string(d.rows.size()) + " runs for " +
+                       std::to_string(d.params.size()) + " parameters: need more runs than parameters");
+  std::vector<Hypothesis> ranked = search_terms(d, options.terms);
+  if (ranked.empty()) throw FitError(0, "no model fits these runs");
+  SubModel part;
+  part.search = "terms";
+  if (ranked.front().loo_mape() > options.gp_above) {
+    auto gp = search_gp(d, ranked.front(), options.gp);
+    const Function term_best = ranked.front().function;
+    ranked.insert(ranked.end(), std::make_move_iterator(gp.begin()), std::make_move_iterator(gp.end()));
+    std::stable_sort(ranked.begin(), ranked.end(), [](const Hypothesis& a, const Hypothesis& b) {
+      return a.loo_mape() < b.loo_mape();
+    });
+    prefer_simple(ranked, options.terms.simplicity_relative, options.terms.simplicity_absolute);
+    if (!same_features(ranked.front().function, term_best)) part.search = "terms+gp";
+  }
+  auto final_fit = fit_hypothesis(d, ranked.front().function.features, options.terms.nonnegative,
+                                  /*with_loo_shifts=*/true);
+  // The search fitted the same features already; the refit only adds the shifts.
+  const Hypothesis& best = final_fit ? *final_fit : ranked.front();
+  part.function = best.function;
+  part.loo_mape = best.loo_mape();
+  part.train_mape = best.train_mape();
+  part.runs = d.rows.size();
+  part.bound = final_fit ? make_bound(*final_fit, options.bound_level) : Bound{};
+  for (std::size_t p = 0; p < d.params.size(); ++p) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& r : d.rows) lo = std::min(lo, r.x[p]), hi = std::max(hi, r.x[p]);
+    part.range.emplace_back(lo, hi);
+  }
+  // Runner-ups: credible alternatives (within twice the best error, or half a percent) with
+  // different terms; where they disagree off the data, the data could not tell them apart.
+  const double credible = std::max(2 * part.loo_mape, part.loo_mape + 0.005);
+  for (std::size_t i = 1; i < ranked.size() && part.runner_ups.size() < options.runner_ups; ++i) {
+    if (ranked[i].loo_mape() > credible || same_features(ranked[i].function, part.function)) continue;
+    bool duplicate = false;
+    for (const auto& r : part.runner_ups) duplicate = duplicate || same_features(r, ranked[i].function);
+    if (!duplicate) part.runner_ups.push_back(ranked[i].function);
+  }
+  return part;
+}
+
+Model fit(const Dataset& d, const FitOptions& options) {
+  Model m;
+  m.target = d.target;
+  m.params = d.params;
+  m.categories = d.categories;
+  for (auto& g : split_by_category(d)) {
+    SubModel part;
+    try {
+      part = fit_group(g.data, options);
+    } catch (const FitError& e) {
+      if (g.labels.empty()) throw;
+      throw FitError(e.line, labels_text(g.labels) + ": " + e.what());
+    }
+    part.labels = std::move(g.labels);
+    m.parts.push_back(std::move(part));
+  }
+  if (m.parts.empty()) throw FitError(0, "no runs to fit");
+  return m;
+}
+
+const SubModel& Model::part_for(const Point& p) const {
+  for (const auto& c : categories)
+    if (!p.labels.contains(c)) throw std::invalid_argument("missing categorical parameter '" + c + "'");
+  for (const auto& [k, v] : p.labels)
+    if (std::find(categories.begin(), categories.end(), k) == categories.end())
+      throw std::invalid_argument("unknown categorical parameter '" + k + "'");
+  for (const auto& part : parts)
+    if (part.labels == p.labels) return part;
+  std::string have;
+  for (const auto& part : parts) have += (have.empty() ? "" : "; ") + labels_text(part.labels);
+  throw std::invalid_argument("no model for " + labels_text(p.labels) + " (models exist for " + have + ")");
+}
+
+Prediction Model::predict(const SubModel& part, std::span<const double> x) const {
+  Prediction out;
+  out.value = part.function.evaluate(x);
+  out.upper = part.bound.runs ? upper_bound(part.bound, part.function, x) : out.value;
+  for (std::size_t p = 0; p < x.size() && p < part.range.size(); ++p)
+    if (x[p] < part.range[p].first || x[p] > part.range[p].second) out.extrapolating = true;
+  if (out.extrapolating) {
+    // Jackknife+ says nothing off the data; the runner-ups' disagreement is what the data
+    // could not settle, so the bound takes the highest of them on top.
+    double widest = out.value;
+    for (const auto& r : part.runner_ups) widest = std::max(widest, r.evaluate(x));
+    out.upper += widest - out.value;
+  }
+  return out;
+}
+
+Prediction Model::predict(const Point& p) const {
+  const SubModel& part = part_for(p);
+  std::vector<double> x;
+  for (const auto& name : params) {
+    auto it = p.values.find(name);
+    if (it == p.values.end()) throw std::invalid_argument("missing parameter '" + name + "'");
+    x.push_back(it->second);
+  }
+  for (const auto& [k, v] : p.values)
+    if (std::find(params.begin(), params.end(), k) == params.end())
+      throw std::invalid_argument("unknown parameter '" + k + "'");
+  return predict(part, x);
+}
+
+std::string Model::describe() const {
+  std::string s;
+  char buf[256];
+  for (const auto& part : parts) {
+    if (!part.labels.empty()) s += "[" + labels_text(part.labels) + "]\n";
+    s += target + " = " + part.function.to_string(params) + "\n";
+    std::snprintf(buf, sizeof buf, "  constant      %.9g\n", part.function.constant);
+    s += buf;
+    for (std::size_t k = 0; k < part.function.features.size(); ++k) {
+      std::snprintf(buf, sizeof buf, "  coefficient   %.9g  * %s\n", part.function.coefficients[k],
+                    to_string(part.function.features[k], params).c_str());
+      s += buf;
+    }
+    std::snprintf(buf, sizeof buf,
+                  "  runs          %zu\n  search        %s\n  loo MAPE      %.4f%%\n"
+                  "  train MAPE    %.4f%%\n",
+                  part.runs, part.search.c_str(), part.loo_mape * 100, part.train_mape * 100);
+    s += buf;
+    s += "  bound         " + part.bound.describe() + "\n";
+    s += "                off the training range, widened by " +
+         std::to_string(part.runner_ups.size()) + " runner-up model(s)\n";
+  }
+  return s;
+}
+
+}  // namespace memwatch::model

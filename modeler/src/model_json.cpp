@@ -1,0 +1,144 @@
+#include "memwatch/model/model_json.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace memwatch::model {
+
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;  // written in a readable order: schema first
+
+ojson function_json(const Function& f, const std::vector<std::string>& names) {
+  ojson terms = ojson::array();
+  for (std::size_t k = 0; k < f.features.size(); ++k) {
+    ojson t{{"coefficient", f.coefficients[k]}, {"term", to_string(f.features[k], names)}};
+    if (const auto* c = std::get_if<CompoundTerm>(&f.features[k])) {
+      ojson factors = ojson::array();
+      for (const auto& s : c->factors)
+        factors.push_back({{"param", names[s.param]}, {"exponent", s.exponent},
+                           {"log_exponent", s.log_exponent}});
+      t["factors"] = std::move(factors);
+    } else {
+      t["expr"] = std::get<Expr>(f.features[k]).to_prefix(names);
+    }
+    terms.push_back(std::move(t));
+  }
+  return {{"constant", f.constant}, {"terms", std::move(terms)}};
+}
+
+std::size_t param_index(const std::vector<std::string>& names, const std::string& name) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return i;
+  throw ModelJsonError("term names unknown parameter '" + name + "'");
+}
+
+Function function_from(const json& j, const std::vector<std::string>& names) {
+  Function f;
+  f.constant = j.at("constant").get<double>();
+  for (const auto& t : j.at("terms")) {
+    f.coefficients.push_back(t.at("coefficient").get<double>());
+    if (t.contains("expr")) {
+      try {
+        f.features.emplace_back(Expr::from_prefix(t.at("expr").get<std::string>(), names));
+      } catch (const std::invalid_argument& e) {
+        throw ModelJsonError(e.what());
+      }
+      continue;
+    }
+    CompoundTerm c;
+    for (const auto& s : t.at("factors"))
+      c.factors.push_back(SimpleTerm{param_index(names, s.at("param").get<std::string>()),
+                                     s.at("exponent").get<double>(), s.at("log_exponent").get<int>()});
+    f.features.emplace_back(std::move(c));
+  }
+  return f;
+}
+
+}  // namespace
+
+std::string to_json(const Model& m, int indent) {
+  ojson parts = ojson::array();
+  for (const auto& p : m.parts) {
+    ojson j{{"labels", p.labels}, {"formula", p.function.to_string(m.params)}, {"search", p.search}};
+    j.update(function_json(p.function, m.params));
+    j["loo_mape"] = p.loo_mape;
+    j["train_mape"] = p.train_mape;
+    j["runs"] = p.runs;
+    ojson range = ojson::object();
+    for (std::size_t i = 0; i < p.range.size(); ++i)
+      range[m.params[i]] = {p.range[i].first, p.range[i].second};
+    j["range"] = std::move(range);
+    ojson shifts = ojson::array();
+    for (Eigen::Index i = 0; i < p.bound.loo_shifts.cols(); ++i) {
+      const Eigen::VectorXd col = p.bound.loo_shifts.col(i);
+      shifts.push_back(std::vector<double>(col.data(), col.data() + col.size()));
+    }
+    j["bound"] = {{"method", p.bound.method},
+                  {"description", p.bound.describe()},
+                  {"level", p.bound.level},
+                  {"requested_level", p.bound.requested_level},
+                  {"runs", p.bound.runs},
+                  {"rank", p.bound.rank},
+                  {"loo_ratios", p.bound.loo_ratios},
+                  {"loo_shifts", std::move(shifts)}};
+    ojson runner_ups = ojson::array();
+    for (const auto& r : p.runner_ups) runner_ups.push_back(function_json(r, m.params));
+    j["runner_ups"] = std::move(runner_ups);
+    parts.push_back(std::move(j));
+  }
+  ojson out{{"schema", model_schema}, {"target", m.target}, {"params", m.params},
+            {"categories", m.categories}, {"models", std::move(parts)}};
+  return out.dump(indent);
+}
+
+Model model_from_json(std::string_view text) {
+  try {
+    const json j = json::parse(text);
+    if (j.value("schema", "") != model_schema)
+      throw ModelJsonError("not a memwatch model: schema is not \"" + std::string(model_schema) + "\"");
+    Model m;
+    m.target = j.at("target").get<std::string>();
+    m.params = j.at("params").get<std::vector<std::string>>();
+    m.categories = j.at("categories").get<std::vector<std::string>>();
+    for (const auto& jp : j.at("models")) {
+      SubModel p;
+      p.labels = jp.at("labels").get<std::map<std::string, std::string>>();
+      p.function = function_from(jp, m.params);
+      p.search = jp.at("search").get<std::string>();
+      p.loo_mape = jp.at("loo_mape").get<double>();
+      p.train_mape = jp.at("train_mape").get<double>();
+      p.runs = jp.at("runs").get<std::size_t>();
+      for (const auto& name : m.params) {
+        const auto& r = jp.at("range").at(name);
+        p.range.emplace_back(r.at(0).get<double>(), r.at(1).get<double>());
+      }
+      const json& b = jp.at("bound");
+      p.bound.method = b.at("method").get<std::string>();
+      p.bound.level = b.at("level").get<double>();
+      p.bound.requested_level = b.at("requested_level").get<double>();
+      p.bound.runs = b.at("runs").get<std::size_t>();
+      p.bound.rank = b.at("rank").get<std::size_t>();
+      p.bound.loo_ratios = b.at("loo_ratios").get<std::vector<double>>();
+      const auto& shifts = b.at("loo_shifts");
+      const auto m_rows = static_cast<Eigen::Index>(p.function.features.size()) + 1;
+      p.bound.loo_shifts.resize(m_rows, static_cast<Eigen::Index>(shifts.size()));
+      for (std::size_t i = 0; i < shifts.size(); ++i) {
+        const auto col = shifts[i].get<std::vector<double>>();
+        if (static_cast<Eigen::Index>(col.size()) != m_rows)
+          throw ModelJsonError("bound.loo_shifts entry has the wrong length");
+        for (Eigen::Index k = 0; k < m_rows; ++k)
+          p.bound.loo_shifts(k, static_cast<Eigen::Index>(i)) = col[static_cast<std::size_t>(k)];
+      }
+      if (p.bound.loo_ratios.size() != shifts.size())
+        throw ModelJsonError("bound.loo_ratios and bound.loo_shifts differ in length");
+      for (const auto& r : jp.at("runner_ups")) p.runner_ups.push_back(function_from(r, m.params));
+      m.parts.push_back(std::move(p));
+    }
+    return m;
+  } catch (const json::exception& e) {
+    throw ModelJsonError(std::string("malformed model JSON: ") + e.what());
+  }
+}
+
+}  // namespace memwatch::model

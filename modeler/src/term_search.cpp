@@ -1,0 +1,247 @@
+#include "memwatch/model/term_search.hpp"
+
+#include "press_state.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace memwatch::model {
+
+namespace {
+
+using Eigen::Index;
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+// Enumerates factor choices per parameter, then products over up to max_factors parameters.
+void build_terms(std::size_t param, std::size_t params, const TermSearchOptions& o,
+                 CompoundTerm& current, std::vector<CompoundTerm>& out) {
+  if (param == params) {
+    if (!current.factors.empty()) out.push_back(current);
+    return;
+  }
+  build_terms(param + 1, params, o, current, out);  // parameter absent
+  if (current.factors.size() >= o.max_factors) return;
+  for (double e : o.exponents)
+    for (int j : o.log_exponents) {
+      if (e == 0 && j == 0) continue;
+      current.factors.push_back(SimpleTerm{param, e, j});
+      build_terms(param + 1, params, o, current, out);
+      current.factors.pop_back();
+    }
+}
+
+struct Dictionary {
+  std::vector<CompoundTerm> terms;
+  std::vector<VectorXd> columns;  // weighted by 1/y, unit norm
+  std::map<CompoundTerm, std::size_t> index;
+};
+
+Dictionary weighted_dictionary(const Dataset& d, const VectorXd& y, const TermSearchOptions& o) {
+  auto all = term_dictionary(d.params.size(), o);
+  // Fewer factors first, so that of two terms with identical columns on this data (a parameter
+  // that never varies, say) the simpler one is kept.
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.factors.size() < b.factors.size();
+  });
+  Dictionary dict;
+  std::set<std::pair<long long, long long>> seen;
+  const Index n = y.size();
+  VectorXd probe(n);
+  for (Index i = 0; i < n; ++i) probe(i) = std::sin(1.0 + 0.7 * static_cast<double>(i));
+  for (auto& t : all) {
+    VectorXd c(n);
+    for (Index i = 0; i < n; ++i) c(i) = t.evaluate(d.rows[i].x) / y(i);
+    const double norm = c.norm();
+    if (!std::isfinite(norm) || norm <= 0) continue;
+    c /= norm;
+    const auto key = std::pair(std::llround(c.sum() * 1e8), std::llround(c.dot(probe) * 1e8));
+    if (!seen.insert(key).second) continue;
+    dict.index.emplace(t, dict.terms.size());
+    dict.terms.push_back(std::move(t));
+    dict.columns.push_back(std::move(c));
+  }
+  return dict;
+}
+
+// Terms one step away from `t`: one exponent moved to its neighbour in the exponent set (to 0
+// removes the factor).
+std::vector<CompoundTerm> neighbours(const CompoundTerm& t, const TermSearchOptions& o) {
+  std::vector<CompoundTerm> out;
+  for (std::size_t f = 0; f < t.factors.size(); ++f) {
+    const auto it = std::find(o.exponents.begin(), o.exponents.end(), t.factors[f].exponent);
+    if (it == o.exponents.end()) continue;
+    const auto at = static_cast<std::size_t>(it - o.exponents.begin());
+    for (std::size_t to : {at - 1, at + 1}) {
+      if (to >= o.exponents.size()) continue;  // also catches at - 1 wrapping below 0
+      CompoundTerm n = t;
+      n.factors[f].exponent = o.exponents[to];
+      if (n.factors[f].exponent == 0 && n.factors[f].log_exponent == 0)
+        n.factors.erase(n.factors.begin() + static_cast<std::ptrdiff_t>(f));
+      if (!n.factors.empty()) out.push_back(std::move(n));
+    }
+  }
+  return out;
+}
+
+struct Scored {
+  double score;
+  std::vector<std::size_t> terms;  // dictionary indices
+};
+
+void enumerate_subsets(const std::vector<std::size_t>& pool, const Dictionary& dict,
+                       std::size_t start, std::size_t max_terms, bool nonnegative,
+                       const PressState& state, std::vector<std::size_t>& chosen,
+                       std::vector<Scored>& out) {
+  for (std::size_t p = start; p < pool.size(); ++p) {
+    auto next = state.extended(dict.columns[pool[p]]);
+    if (!next) continue;
+    chosen.push_back(pool[p]);
+    // A subset with a negative coefficient is not a candidate itself, but its supersets may be.
+    if (!nonnegative || next->nonnegative()) out.push_back({next->score(), chosen});
+    if (chosen.size() < max_terms)
+      enumerate_subsets(pool, dict, p + 1, max_terms, nonnegative, *next, chosen, out);
+    chosen.pop_back();
+  }
+}
+
+PressState state_of(const PressState& base, const Dictionary& dict,
+                    const std::vector<std::size_t>& terms) {
+  PressState s = base;
+  for (auto t : terms)
+    if (auto next = s.extended(dict.columns[t])) s = std::move(*next);
+  return s;
+}
+
+// Local search from a subset: replace one term at a time by the dictionary term that lowers the
+// leave-one-out error most (signs permitting), until no single swap helps. This repairs what
+// the greedy path got wrong early, with the whole dictionary in reach, at O(k T n k) a pass.
+Scored improve_by_swaps(Scored start, const PressState& base, const Dictionary& dict,
+                        bool nonnegative) {
+  bool improved = true;
+  for (int pass = 0; improved && pass < 8; ++pass) {
+    improved = false;
+    for (std::size_t j = 0; j < start.terms.size(); ++j) {
+      std::vector<std::size_t> rest = start.terms;
+      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(j));
+      const PressState without = state_of(base, dict, rest);
+      std::vector<std::pair<double, std::size_t>> better;
+      for (std::size_t t = 0; t < dict.terms.size(); ++t) {
+        if (std::find(start.terms.begin(), start.terms.end(), t) != start.terms.end()) continue;
+        if (double s = without.score(dict.columns[t]); s < start.score) better.emplace_back(s, t);
+      }
+      std::sort(better.begin(), better.end());
+      for (const auto& [score, t] : better) {
+        auto next = without.extended(dict.columns[t]);
+        if (!next || (nonnegative && !next->nonnegative())) continue;
+        rest.insert(rest.begin() + static_cast<std::ptrdiff_t>(j), t);
+        start = {score, rest};
+        improved = true;
+        break;
+      }
+    }
+  }
+  return start;
+}
+
+}  // namespace
+
+std::vector<CompoundTerm> term_dictionary(std::size_t params, const TermSearchOptions& options) {
+  std::vector<CompoundTerm> out;
+  CompoundTerm current;
+  build_terms(0, params, options, current, out);
+  return out;
+}
+
+void prefer_simple(std::vector<Hypothesis>& ranked, double relative, double absolute) {
+  if (ranked.empty()) return;
+  const double best = ranked.front().loo_mape();
+  const double limit = best + std::max(relative * best, absolute);
+  std::size_t pick = 0;
+  for (std::size_t i = 1; i < ranked.size(); ++i)
+    if (ranked[i].loo_mape() <= limit &&
+        ranked[i].function.features.size() < ranked[pick].function.features.size())
+      pick = i;
+  std::rotate(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(pick),
+              ranked.begin() + static_cast<std::ptrdiff_t>(pick) + 1);
+}
+
+std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& o) {
+  const VectorXd y = targets(d);
+  const Dictionary dict = weighted_dictionary(d, y, o);
+  const PressState base = PressState::constant_only(y);
+
+  // Forward selection: greedy on leave-one-out error, remembering the runners-up of each step.
+  std::vector<std::size_t> pool;
+  auto add_to_pool = [&](std::size_t t) {
+    if (pool.size() < o.pool_limit && std::find(pool.begin(), pool.end(), t) == pool.end())
+      pool.push_back(t);
+  };
+  std::vector<std::size_t> selected;
+  std::vector<std::vector<std::size_t>> step_tops;
+  PressState state = base;
+  for (std::size_t step = 0; step < o.max_terms; ++step) {
+    std::vector<std::pair<double, std::size_t>> scores;
+    for (std::size_t t = 0; t < dict.terms.size(); ++t)
+      if (std::find(selected.begin(), selected.end(), t) == selected.end())
+        if (double s = state.score(dict.columns[t]); std::isfinite(s)) scores.emplace_back(s, t);
+    if (scores.empty()) break;
+    const std::size_t keep = std::min(o.keep_per_step, scores.size());
+    std::partial_sort(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(keep),
+                      scores.end());
+    std::vector<std::size_t> top;
+    for (std::size_t i = 0; i < keep; ++i) top.push_back(scores[i].second);
+    step_tops.push_back(top);
+    // The greedy path follows the best candidate whose coefficients keep their signs.
+    std::sort(scores.begin(), scores.end());
+    std::optional<PressState> next;
+    for (const auto& [score, t] : scores) {
+      next = state.extended(dict.columns[t]);
+      if (next && (!o.nonnegative || next->nonnegative())) {
+        selected.push_back(t);
+        break;
+      }
+      next.reset();
+    }
+    if (!next) break;
+    state = std::move(*next);
+  }
+  for (auto t : selected) add_to_pool(t);
+  for (auto t : selected)
+    for (const auto& n : neighbours(dict.terms[t], o))
+      if (auto it = dict.index.find(n); it != dict.index.end()) add_to_pool(it->second);
+  for (std::size_t rank = 0; rank < o.keep_per_step; ++rank)
+    for (const auto& top : step_tops)
+      if (rank < top.size()) add_to_pool(top[rank]);
+
+  // Exhaustive search over the pool's subsets, scored in the same closed form.
+  std::vector<Scored> scored;
+  std::vector<std::size_t> chosen;
+  enumerate_subsets(pool, dict, 0, o.max_terms, o.nonnegative, base, chosen, scored);
+  // The best subset of each size, improved by swaps against the whole dictionary.
+  std::vector<Scored> best_by_size(o.max_terms + 1, Scored{INFINITY, {}});
+  for (const auto& sc : scored)
+    if (sc.score < best_by_size[sc.terms.size()].score) best_by_size[sc.terms.size()] = sc;
+  for (const auto& sc : best_by_size)
+    if (!sc.terms.empty()) scored.push_back(improve_by_swaps(sc, base, dict, o.nonnegative));
+  const std::size_t refit = std::min(o.refit_limit, scored.size());
+  std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(refit),
+                    scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
+
+  std::vector<Hypothesis> ranked;
+  for (std::size_t i = 0; i < refit; ++i) {
+    std::vector<Feature> features;
+    for (auto t : scored[i].terms) features.emplace_back(dict.terms[t]);
+    if (auto h = fit_hypothesis(d, std::move(features), o.nonnegative)) ranked.push_back(std::move(*h));
+  }
+  if (auto h = fit_hypothesis(d, {}, o.nonnegative)) ranked.push_back(std::move(*h));
+  std::sort(ranked.begin(), ranked.end(),
+            [](const Hypothesis& a, const Hypothesis& b) { return a.loo_mape() < b.loo_mape(); });
+  prefer_simple(ranked, o.simplicity_relative, o.simplicity_absolute);
+  if (!ranked.empty()) ranked.front() = drop_negligible(d, std::move(ranked.front()), o.nonnegative, o.negligible);
+  return ranked;
+}
+
+}  // namespace memwatch::model

@@ -1,0 +1,288 @@
+// memwatchd as users run it: a real process, real ipc sockets, a real SQLite file, and real
+// programs under the shim reporting to it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <zmq.hpp>
+
+#include "memwatch/protocol/wire.hpp"
+#include "process.hpp"
+#include "segment.hpp"
+
+using nlohmann::json;
+using namespace memwatch;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kDaemon = MEMWATCHD_PATH;
+const std::string kShim = MEMWATCH_SHIM_PATH;
+const std::string kPatterns = MEMWATCH_PATTERNS_PATH;
+const std::string kCli = MEMWATCH_CLI_PATH;
+
+// A memwatchd in the foreground on ipc endpoints of its own; killed with the object.
+class Daemon {
+ public:
+  explicit Daemon(const std::string& dir, const std::string& db = "")
+      : dir_(dir), db_(db.empty() ? dir + "/state/memwatch.db" : db) {
+    start();
+  }
+  ~Daemon() { stop(SIGTERM); }
+
+  void start() {
+    pid_ = fork();
+    if (pid_ == 0) {
+      const std::string err = dir_ + "/daemon.err";
+      freopen(err.c_str(), "a", stderr);
+      execl(kDaemon.c_str(), kDaemon.c_str(), "--ingest", ingest().c_str(), "--query",
+            query().c_str(), "--events", events().c_str(), "--db", db_.c_str(), "--foreground",
+            nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && !std::filesystem::exists(dir_ + "/sock/query"); ++i)
+      std::this_thread::sleep_for(10ms);
+  }
+  void stop(int sig) {
+    if (pid_ <= 0) return;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  std::string ingest() const { return "ipc://" + dir_ + "/sock/ingest"; }
+  std::string query() const { return "ipc://" + dir_ + "/sock/query"; }
+  std::string events() const { return "ipc://" + dir_ + "/sock/events"; }
+  std::string sock_dir() const { return dir_ + "/sock"; }
+
+  json ask(const json& request) {
+    zmq::socket_t s(context_, zmq::socket_type::req);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::rcvtimeo, 5000);
+    s.connect(query());
+    const std::string text = request.is_string() ? request.get<std::string>() : request.dump();
+    s.send(zmq::buffer(text), zmq::send_flags::none);
+    zmq::message_t reply;
+    if (!s.recv(reply)) return json{{"ok", false}, {"error", "no reply"}};
+    return json::parse(reply.to_string());
+  }
+
+  // Polls until `done(runs)` or a deadline.
+  json wait_runs(const std::string& workload, const std::function<bool(const json&)>& done) {
+    json runs;
+    for (int i = 0; i < 300; ++i) {
+      runs = ask({{"op", "runs"}, {"workload", workload}})["runs"];
+      if (done(runs)) break;
+      std::this_thread::sleep_for(20ms);
+    }
+    return runs;
+  }
+
+  zmq::context_t context_;
+
+ private:
+  std::string dir_;
+  std::string db_;
+  pid_t pid_ = -1;
+};
+
+test::Environment shim_env(const Daemon& d, const std::string& workload, const std::string& params) {
+  return {{"LD_PRELOAD", kShim},
+          {"MEMWATCH_ENDPOINT", d.ingest()},
+          {"MEMWATCH_WORKLOAD", workload},
+          {"MEMWATCH_PARAMS", params}};
+}
+
+bool all_finished(const json& runs, std::size_t n) {
+  if (runs.size() != n) return false;
+  for (const auto& r : runs)
+    if (r["status"] != "finished") return false;
+  return true;
+}
+
+TEST(Daemon, RunsFromSeveralProcessesAtOnceAreAllStoredWithTheirPeaks) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  std::vector<std::thread> runners;
+  std::vector<test::Finished> results(4);
+  for (int i = 0; i < 4; ++i) {
+    runners.emplace_back([&, i] {
+      results[static_cast<std::size_t>(i)] =
+          test::run({kPatterns, "threads_hold"},
+                    shim_env(daemon, "patterns", "copy=" + std::to_string(i)));
+    });
+  }
+  for (auto& t : runners) t.join();
+  for (const auto& r : results) ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json runs = daemon.wait_runs("patterns", [](const json& r) { return all_finished(r, 4); });
+  ASSERT_TRUE(all_finished(runs, 4)) << runs.dump();
+  std::set<int> copies;
+  for (const auto& r : runs) {
+    copies.insert(r["params"]["copy"].get<int>());
+    EXPECT_GE(r["host_peak_bytes"].get<std::int64_t>(), 64 << 20);
+    EXPECT_EQ(r["exit_cause"], "exit");
+  }
+  EXPECT_EQ(copies.size(), 4u);
+}
+
+TEST(Daemon, TheShimsPeakReachesTheStoreExactly) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  auto env = shim_env(daemon, "exact", "n=1");
+  env["MEMWATCH_REPORT"] = dir.file("report.json");
+  ASSERT_EQ(test::run({kPatterns, "heap_paths"}, env).exit_code, 0);
+  const json runs = daemon.wait_runs("exact", [](const json& r) { return all_finished(r, 1); });
+  ASSERT_EQ(runs.size(), 1u);
+  const json report = json::parse(test::read_file(dir.file("report.json")));
+  EXPECT_EQ(runs[0]["host_peak_bytes"], report["host"]["peak_bytes"]);
+  EXPECT_EQ(runs[0]["heap_peak_bytes"], report["host"]["heap_peak_bytes"]);
+}
+
+TEST(Daemon, AClientKilledMidRunIsRecoveredWithItsLastPeak) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    for (const auto& [k, v] : shim_env(daemon, "victim", "batch=64")) setenv(k.c_str(), v.c_str(), 1);
+    execl(kPatterns.c_str(), kPatterns.c_str(), "hold", nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  char buf[16] = {};
+  ASSERT_GT(read(out[0], buf, sizeof buf - 1), 0);
+  close(out[0]);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  const json runs = daemon.wait_runs(
+      "victim", [](const json& r) { return r.size() == 1 && r[0]["status"] == "killed"; });
+  ASSERT_EQ(runs.size(), 1u) << runs.dump();
+  EXPECT_EQ(runs[0]["status"], "killed");
+  EXPECT_GE(runs[0]["host_peak_bytes"].get<std::int64_t>(), 20 << 20);
+  // The daemon read the counters and cleaned up after the dead process.
+  EXPECT_FALSE(shim::segment_read(pid).has_value());
+}
+
+TEST(Daemon, ARestartAfterSigkillOnTheSameDatabaseCarriesOn) {
+  test::TempDir dir;
+  auto daemon = std::make_unique<Daemon>(dir.path());
+  ASSERT_EQ(test::run({kPatterns, "never_free"}, shim_env(*daemon, "durable", "i=1")).exit_code, 0);
+  daemon->wait_runs("durable", [](const json& r) { return all_finished(r, 1); });
+  daemon->stop(SIGKILL);
+  daemon = std::make_unique<Daemon>(dir.path());
+  ASSERT_EQ(test::run({kPatterns, "never_free"}, shim_env(*daemon, "durable", "i=2")).exit_code, 0);
+  const json runs =
+      daemon->wait_runs("durable", [](const json& r) { return all_finished(r, 2); });
+  ASSERT_TRUE(all_finished(runs, 2)) << runs.dump();
+  EXPECT_EQ(runs[0]["params"]["i"], 1);
+  EXPECT_EQ(runs[1]["params"]["i"], 2);
+}
+
+TEST(Daemon, GarbageFramesAndAbsurdParametersAreRefusedAndTheDaemonServesOn) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  zmq::socket_t dealer(daemon.context_, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(daemon.ingest());
+  std::vector<std::string> frames = {"", "M", "garbage", std::string(100000, 'x'),
+                                     std::string("M\x01\x02\x00", 4)};
+  for (double bad : {-1.0, 1e300}) {
+    protocol::Hello h;
+    h.workload = "absurd";
+    h.params = {{"batch", bad}};
+    frames.push_back(protocol::encode(h));
+  }
+  protocol::Hello long_name;
+  long_name.workload = std::string(300, 'w');
+  frames.push_back(protocol::encode(long_name));
+  for (const auto& f : frames) dealer.send(zmq::buffer(f), zmq::send_flags::none);
+  // A sample from a peer that never said hello.
+  dealer.send(zmq::buffer(protocol::encode(protocol::Sample{})), zmq::send_flags::none);
+  json status;
+  for (int i = 0; i < 100; ++i) {
+    status = daemon.ask({{"op", "status"}});
+    if (status["rejected_frames"].get<int>() >= 8) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(status["ok"], true);
+  EXPECT_GE(status["rejected_frames"].get<int>(), 8);
+  EXPECT_EQ(status["runs"], 0);
+  EXPECT_EQ(daemon.ask(std::string("{not json"))["ok"], false);
+  EXPECT_EQ(daemon.ask({{"op", "status"}})["ok"], true);
+}
+
+TEST(Daemon, IpcSocketsLiveInAPrivateFolder) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  struct stat st {};
+  ASSERT_EQ(stat(daemon.sock_dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST(Daemon, BadCommandLinesAreRefusedWithAClearMessage) {
+  const auto unknown = test::run({kDaemon, "--frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--frobnicate"), std::string::npos);
+  const auto bad_endpoint = test::run({kDaemon, "--query", "localhost:1"});
+  EXPECT_EQ(bad_endpoint.exit_code, 2);
+  EXPECT_NE(bad_endpoint.err.find("localhost:1"), std::string::npos);
+  test::TempDir dir;
+  const std::string notes = dir.file("notes.txt");
+  { std::ofstream(notes) << "not a database"; }
+  const auto not_db = test::run({kDaemon, "--foreground", "--db", notes, "--ingest",
+                                 "ipc://" + dir.file("i"), "--query", "ipc://" + dir.file("q"),
+                                 "--events", "ipc://" + dir.file("e")});
+  EXPECT_EQ(not_db.exit_code, 1);
+  EXPECT_NE(not_db.err.find("not a memwatch database"), std::string::npos);
+  EXPECT_EQ(test::read_file(notes), "not a database");
+}
+
+TEST(Cli, RunStatusRunsAndWorkloadsAgainstARealDaemon) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  const auto ran = test::run({kCli, "run", "--workload", "cli-demo", "--param", "batch=8",
+                              "--endpoint", daemon.ingest(), "--", kPatterns, "heap_paths"});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  daemon.wait_runs("cli-demo", [](const json& r) { return all_finished(r, 1); });
+  const auto runs = test::run({kCli, "runs", "--workload", "cli-demo", "--query", daemon.query()});
+  EXPECT_EQ(runs.exit_code, 0) << runs.err;
+  EXPECT_NE(runs.out.find("finished"), std::string::npos) << runs.out;
+  EXPECT_NE(runs.out.find("batch=8"), std::string::npos) << runs.out;
+  const auto as_json =
+      test::run({kCli, "runs", "--workload", "cli-demo", "--query", daemon.query(), "--json"});
+  EXPECT_EQ(json::parse(as_json.out)["runs"][0]["params"]["batch"], 8);
+  const auto workloads = test::run({kCli, "workloads", "--query", daemon.query()});
+  EXPECT_NE(workloads.out.find("cli-demo"), std::string::npos);
+  const auto status = test::run({kCli, "status", "--query", daemon.query()});
+  EXPECT_NE(status.out.find("1 runs"), std::string::npos) << status.out;
+}
+
+TEST(Cli, RunPassesTheProgramsExitStatusOn) {
+  const auto r = test::run({kCli, "run", "--", "/bin/sh", "-c", "exit 3"});
+  EXPECT_EQ(r.exit_code, 3);
+  const auto bad = test::run({kCli, "run", "--param", "batch=many", "--", "/bin/true"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("batch"), std::string::npos);
+}
+
+TEST(Cli, WithoutADaemonQueriesSaySoAndNameTheEndpoint) {
+  test::TempDir dir;
+  const std::string endpoint = "ipc://" + dir.file("nobody");
+  const auto r = test::run({kCli, "status", "--query", endpoint});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(endpoint), std::string::npos) << r.err;
+}
+
+}  // namespace

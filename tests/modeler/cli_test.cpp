@@ -1,0 +1,160 @@
+// `memwatch fit` and `memwatch predict` as a user runs them: real files, the built binary, exit
+// statuses and messages.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "synthetic.hpp"
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = ::testing::TempDir() + "memwatch-cli-" + std::to_string(getpid()) + "-" + info->name();
+    std::system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str());
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  Result run(const std::string& args) {
+    const std::string err = dir_ + "/stderr";
+    Result r;
+    FILE* p = popen((std::string(MEMWATCH_BIN) + " " + args + " 2>'" + err + "'").c_str(), "r");
+    char buf[4096];
+    for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err);
+    std::ostringstream s;
+    s << in.rdbuf();
+    r.err = s.str();
+    return r;
+  }
+
+  // A sweep file from the U-net-shaped truth, with the measurement columns a sweep writes.
+  std::string sweep_file() {
+    const auto d = memwatch::model::testing::unet_grid(0.002, 6);
+    std::string text = "batch,dim,filters,levels,host_peak_bytes,rss_hwm_bytes,elapsed_s,exit_status\n";
+    for (const auto& r : d.rows) {
+      char line[256];
+      std::snprintf(line, sizeof line, "%g,%g,%g,%g,%.0f,%.0f,1.5,0\n", r.x[0], r.x[1], r.x[2],
+                    r.x[3], r.y, r.y * 1.1);
+      text += line;
+    }
+    text += "32,144,32,5,1,1,0.1,137\n";  // an OOM-killed run: skipped with a note
+    return write("sweep.csv", text);
+  }
+
+  std::string dir_;
+};
+
+TEST_F(Cli, FitPrintsFormulaErrorsAndBound) {
+  const Result r = run("fit --input " + sweep_file() + " --target host_peak_bytes");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("host_peak_bytes = "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("batch * dim^3 * filters"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("loo MAPE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("train MAPE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("jackknife+"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("exit_status 137"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, FitJsonFeedsPredict) {
+  const std::string data = sweep_file();
+  const Result fitted = run("fit --input " + data + " --json");
+  ASSERT_EQ(fitted.status, 0) << fitted.err;
+  const auto model = nlohmann::json::parse(fitted.out);
+  EXPECT_EQ(model["schema"], "memwatch.model/1");
+  const std::string model_path = write("model.json", fitted.out);
+
+  const Result many = run("predict --model " + model_path + " --input " + data + " --json");
+  ASSERT_EQ(many.status, 0) << many.err;
+  const auto predictions = nlohmann::json::parse(many.out);
+  ASSERT_TRUE(predictions.is_array());
+  EXPECT_EQ(predictions.size(), memwatch::model::testing::unet_grid(0, 1).rows.size() + 1);
+  for (const auto& p : predictions) EXPECT_GE(p["upper"].get<double>(), p["prediction"].get<double>());
+
+  const Result one = run("predict --model " + model_path + " batch=8 dim=96 filters=16 levels=4 --json");
+  ASSERT_EQ(one.status, 0) << one.err;
+  const auto point = nlohmann::json::parse(one.out);
+  const double truth = memwatch::model::testing::unet_truth({8, 96, 16, 4});
+  EXPECT_NEAR(point["prediction"].get<double>(), truth, 0.01 * truth);
+
+  const Result text = run("predict --model " + model_path + " batch=8 dim=200 filters=16 levels=4");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("extrapolating"), std::string::npos) << text.out;
+}
+
+TEST_F(Cli, JsonLinesInput) {
+  std::string text;
+  for (double b : {1, 2, 4, 8})
+    for (double d : {32, 64, 96})
+      text += "{\"params\":{\"batch\":" + std::to_string(b) + ",\"dim\":" + std::to_string(d) +
+              "},\"value\":" + std::to_string(1e6 + 10 * b * d * d * d) + "}\n";
+  const Result r = run("fit --input " + write("runs.jsonl", text));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("batch * dim^3"), std::string::npos) << r.out;
+}
+
+struct BadFile {
+  const char* name;
+  const char* text;
+  const char* where;    // "line N"
+  const char* problem;  // words of the message
+};
+
+TEST_F(Cli, MalformedFilesExitNonZeroNamingFileLineAndProblem) {
+  const BadFile cases[] = {
+      {"nonnumber.csv", "batch,dim,peak\n1,32,10\n2,3z,20\n4,64,30\n5,64,35\n", "line 3", "non-number '3z'"},
+      {"missing.csv", "batch,dim,peak\n1,32,10\n2,32,20\n4,64,30\n", "line 1", "no column 'host'"},
+      {"ragged.csv", "batch,dim,peak\n1,32,10\n2,32,20\n4,64\n", "line 4", "ragged row"},
+      {"few.csv", "batch,dim,filters,peak\n1,32,8,10\n2,32,8,20\n4,64,8,30\n", "line 4",
+       "3 usable runs for 3 parameters"},
+      {"bad.jsonl", "{\"params\":{\"batch\":1},\"value\":10}\n{\"params\":{\"batch\":2},\"value\":null}\n",
+       "line 2", "non-number null"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = write(c.name, c.text);
+    const std::string target = std::string(c.name) == "missing.csv" ? " --target host" : "";
+    const Result r = run("fit --input " + path + target);
+    EXPECT_NE(r.status, 0) << c.name;
+    EXPECT_NE(r.err.find(path + ": " + c.where), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.problem), std::string::npos) << c.name << ": " << r.err;
+  }
+}
+
+TEST_F(Cli, PredictErrorsExitNonZero) {
+  const std::string model = write("model.json", run("fit --input " + sweep_file() + " --json").out);
+  const Result missing = run("predict --model " + model + " batch=8 dim=96");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("missing parameter 'filters'"), std::string::npos) << missing.err;
+  const std::string points = write("points.csv", "batch,dim,filters,levels\n1,32,8,3\n2,x,8,3\n");
+  const Result bad = run("predict --model " + model + " --input " + points + " --json");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find(points + ": line 3: non-number 'x'"), std::string::npos) << bad.err;
+  const Result not_model = run("predict --model " + points + " batch=1");
+  EXPECT_NE(not_model.status, 0);
+  EXPECT_NE(not_model.err.find(points), std::string::npos) << not_model.err;
+  EXPECT_NE(run("fit --input " + dir_ + "/nothing.csv").status, 0);
+  EXPECT_EQ(run("fit").status, 2);
+}
+
+}  // namespace

@@ -1,0 +1,67 @@
+// A model written as JSON and read back predicts exactly as the original.
+#include <gtest/gtest.h>
+
+#include "memwatch/model/model_json.hpp"
+#include "synthetic.hpp"
+
+namespace memwatch::model {
+namespace {
+
+void expect_same_predictions(const Model& a, const Model& b, const std::vector<Point>& points) {
+  for (const auto& p : points) {
+    const Prediction pa = a.predict(p), pb = b.predict(p);
+    EXPECT_EQ(pa.value, pb.value);
+    EXPECT_EQ(pa.upper, pb.upper);
+    EXPECT_EQ(pa.extrapolating, pb.extrapolating);
+  }
+}
+
+TEST(ModelJson, RoundTripKeepsEveryPrediction) {
+  const Model m = fit(testing::unet_grid(0.002, 8));
+  const Model back = model_from_json(to_json(m));
+  EXPECT_EQ(back.params, m.params);
+  ASSERT_EQ(back.parts.size(), 1u);
+  EXPECT_EQ(back.parts[0].runner_ups.size(), m.parts[0].runner_ups.size());
+  EXPECT_EQ(back.parts[0].bound.describe(), m.parts[0].bound.describe());
+  expect_same_predictions(m, back,
+                          {Point{{{"batch", 2}, {"dim", 64}, {"filters", 16}, {"levels", 4}}, {}},
+                           Point{{{"batch", 64}, {"dim", 300}, {"filters", 32}, {"levels", 6}}, {}}});
+  EXPECT_EQ(to_json(back), to_json(m));
+}
+
+TEST(ModelJson, RoundTripKeepsGpFeaturesAndCategories) {
+  Dataset d;
+  d.params = {"batch", "levels"};
+  d.categories = {"device"};
+  for (double b : {1.0, 2.0, 4.0, 8.0})
+    for (double l : {2.0, 3.0, 4.0, 5.0, 6.0}) {
+      d.add({b, l}, 1e6 + 3e3 * std::pow(4, l) + 1e5 * b, {"cpu"});
+      d.add({b, l}, 2e6 + 1e3 * std::pow(4, l) + 3e5 * b, {"gpu"});
+    }
+  FitOptions o;
+  o.gp_above = 0;
+  const Model m = fit(d, o);
+  ASSERT_EQ(m.parts.size(), 2u);
+  const Model back = model_from_json(to_json(m));
+  EXPECT_EQ(to_json(back), to_json(m));
+  expect_same_predictions(m, back,
+                          {Point{{{"batch", 3}, {"levels", 4}}, {{"device", "cpu"}}},
+                           Point{{{"batch", 16}, {"levels", 7}}, {{"device", "gpu"}}}});
+}
+
+TEST(ModelJson, MalformedInputIsRefusedWithAReason) {
+  EXPECT_THROW((void)model_from_json("not json"), ModelJsonError);
+  EXPECT_THROW((void)model_from_json("{\"schema\":\"other/1\"}"), ModelJsonError);
+  const std::string good = to_json(fit(testing::unet_grid(0, 1)));
+  std::string broken = good;
+  broken.replace(broken.find("\"runs\""), 6, "\"rums\"");
+  try {
+    (void)model_from_json(broken);
+    FAIL() << "accepted a model without runs";
+  } catch (const ModelJsonError& e) {
+    EXPECT_NE(std::string(e.what()).find("runs"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace memwatch::model

@@ -1,0 +1,157 @@
+// Data from known formulas with noise: the search must give back the formula's terms and
+// coefficients, and predict held-out runs within the bars.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "memwatch/model/model.hpp"
+#include "synthetic.hpp"
+
+namespace memwatch::model {
+namespace {
+
+using testing::grid;
+using testing::random_split;
+using testing::unet_grid;
+using testing::unet_truth;
+
+CompoundTerm term(std::vector<SimpleTerm> factors) { return CompoundTerm{std::move(factors)}; }
+
+double mape(const Model& m, const Dataset& test) {
+  double sum = 0;
+  for (const auto& r : test.rows) sum += std::abs(m.predict(m.parts.front(), r.x).value - r.y) / r.y;
+  return sum / static_cast<double>(test.rows.size());
+}
+
+// The coefficient of `t` in `f`, or nothing when f lacks the term.
+std::optional<double> coefficient(const Function& f, const CompoundTerm& t) {
+  for (std::size_t k = 0; k < f.features.size(); ++k)
+    if (f.features[k] == Feature(t)) return f.coefficients[k];
+  return std::nullopt;
+}
+
+TEST(Recovery, TwoParameterProductComesBackExactly) {
+  auto truth = [](const std::vector<double>& x) { return 5e6 + 3e3 * x[0] * x[1] * x[1]; };
+  const Dataset d = grid({"batch", "dim"}, {{1, 2, 4, 8, 16}, {16, 32, 48, 64, 96}}, truth, 0, 1);
+  const Model m = fit(d);
+  ASSERT_EQ(m.parts.size(), 1u);
+  const Function& f = m.parts[0].function;
+  ASSERT_EQ(f.features.size(), 1u) << f.to_string(d.params);
+  const auto c = coefficient(f, term({{0, 1, 0}, {1, 2, 0}}));
+  ASSERT_TRUE(c) << f.to_string(d.params);
+  EXPECT_NEAR(*c, 3e3, 1e-6 * 3e3);
+  EXPECT_NEAR(f.constant, 5e6, 1e-6 * 5e6);
+  EXPECT_LT(m.parts[0].loo_mape, 1e-9);
+}
+
+TEST(Recovery, UnetShapedTruthWithNoiseGivesBackItsTerms) {
+  const auto [train, test] = random_split(unet_grid(0.002, 7), 0.7, 11);
+  const Model m = fit(train);
+  const Function& f = m.parts.front().function;
+  const std::string formula = f.to_string(train.params);
+  ASSERT_EQ(f.features.size(), 3u) << formula;
+  const auto weights = coefficient(f, term({{2, 2, 0}, {3, 1, 0}}));
+  const auto activations = coefficient(f, term({{0, 1, 0}, {1, 3, 0}, {2, 1, 0}}));
+  const auto workspace = coefficient(f, term({{1, 3, 0}}));
+  ASSERT_TRUE(weights && activations && workspace) << formula;
+  // The truth's own coefficients, read off unet_truth at points that isolate each term.
+  const double a_true = (unet_truth({1, 0, 2, 1}) - unet_truth({1, 0, 1, 1})) / 3;
+  const double b_true = (unet_truth({2, 1, 1, 0}) - unet_truth({1, 1, 1, 0}));
+  const double c_true = unet_truth({0, 1, 0, 0}) - unet_truth({0, 0, 0, 0});
+  EXPECT_NEAR(*weights, a_true, 0.05 * a_true) << formula;
+  EXPECT_NEAR(*activations, b_true, 0.01 * b_true) << formula;
+  EXPECT_NEAR(*workspace, c_true, 0.05 * c_true) << formula;
+  EXPECT_LT(mape(m, test), 0.01) << formula;
+  EXPECT_EQ(m.parts.front().search, "terms");
+}
+
+TEST(Recovery, ExtrapolatesToLargerVolumes) {
+  // Train on edges up to 96, test on 144 (1.5x beyond): only the right terms carry over.
+  for (unsigned seed = 1; seed <= 3; ++seed) {
+    const Dataset all = unet_grid(0.002, seed);
+    Dataset train = all, test = all;
+    train.rows.clear();
+    test.rows.clear();
+    const double largest = std::max_element(all.rows.begin(), all.rows.end(), [](auto& a, auto& b) {
+                             return a.x[1] < b.x[1];
+                           })->x[1];
+    for (const auto& r : all.rows) {
+      if (r.x[1] == largest) test.rows.push_back(r);
+      else if (r.x[1] <= largest / 1.5) train.rows.push_back(r);
+    }
+    ASSERT_FALSE(test.rows.empty());
+    const Model m = fit(train);
+    const Function& f = m.parts.front().function;
+    const std::string formula = f.to_string(train.params);
+    EXPECT_EQ(f.features.size(), 3u) << formula;
+    EXPECT_TRUE(coefficient(f, term({{2, 2, 0}, {3, 1, 0}}))) << formula;
+    EXPECT_TRUE(coefficient(f, term({{0, 1, 0}, {1, 3, 0}, {2, 1, 0}}))) << formula;
+    EXPECT_TRUE(coefficient(f, term({{1, 3, 0}}))) << formula;
+    EXPECT_LT(mape(m, test), 0.03) << formula;
+    for (const auto& r : test.rows) {
+      const Prediction p = m.predict(m.parts.front(), r.x);
+      EXPECT_TRUE(p.extrapolating);
+      EXPECT_GE(p.upper, p.value);
+    }
+  }
+}
+
+TEST(Recovery, GeneticSearchFindsAnExponentialInLevels) {
+  // Weights of a U-net double their filters per level: sum over levels of (f 2^l)^2 grows as
+  // 4^levels, which no power of levels matches across 2..6 levels.
+  auto truth = [](const std::vector<double>& x) {
+    return 2e7 + 500 * x[1] * x[1] * std::pow(4, x[2]) + 40 * x[0] * x[1] * 64 * 64 * 64;
+  };
+  const auto [train, test] = random_split(
+      grid({"batch", "filters", "levels"}, {{1, 2, 4, 8, 16}, {8, 16, 24, 32}, {2, 3, 4, 5, 6}},
+           truth, 0.002, 5),
+      0.7, 2);
+  FitOptions terms_only;
+  terms_only.gp_above = INFINITY;
+  const Model without = fit(train, terms_only);
+  const Model with = fit(train);
+  EXPECT_EQ(with.parts.front().search, "terms+gp") << with.describe() << without.describe();
+  EXPECT_LT(with.parts.front().loo_mape, without.parts.front().loo_mape);
+  EXPECT_LT(mape(with, test), 0.01) << with.describe();
+  EXPECT_LT(mape(with, test), mape(without, test));
+}
+
+TEST(Recovery, CategoricalLabelsSplitIntoSeparateModels) {
+  Dataset d;
+  d.params = {"batch", "dim"};
+  d.categories = {"precision"};
+  for (double b : {1.0, 2.0, 4.0, 8.0})
+    for (double dim : {32.0, 64.0, 96.0, 128.0}) {
+      d.add({b, dim}, 1e6 + 4 * b * dim * dim * dim, {"fp32"});
+      d.add({b, dim}, 1e6 + 2 * b * dim * dim * dim, {"bf16"});
+    }
+  const Model m = fit(d);
+  ASSERT_EQ(m.parts.size(), 2u);
+  for (const auto& part : m.parts) {
+    const double expected = part.labels.at("precision") == "fp32" ? 4 : 2;
+    const auto c = coefficient(part.function, term({{0, 1, 0}, {1, 3, 0}}));
+    ASSERT_TRUE(c) << m.describe();
+    EXPECT_NEAR(*c, expected, 1e-6);
+  }
+  Point p{{{"batch", 16}, {"dim", 64}}, {{"precision", "bf16"}}};
+  EXPECT_NEAR(m.predict(p).value, 1e6 + 2 * 16 * 64.0 * 64 * 64, 1);
+  p.labels["precision"] = "fp8";
+  EXPECT_THROW((void)m.predict(p), std::invalid_argument);
+}
+
+TEST(Recovery, TooFewRunsInOneCategoryNamesTheCategory) {
+  Dataset d;
+  d.params = {"batch", "dim"};
+  d.categories = {"precision"};
+  for (double b : {1.0, 2.0, 4.0}) d.add({b, 32}, 1e6 * b, {"fp32"});
+  d.add({1, 32}, 1e6, {"bf16"});
+  try {
+    (void)fit(d);
+    FAIL() << "expected a FitError";
+  } catch (const FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("precision=bf16"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace memwatch::model
