@@ -106,10 +106,18 @@ void device_vmm_map(std::uint64_t address, std::int64_t bytes, std::uint64_t han
 }
 
 void device_vmm_unmap(std::uint64_t address, std::int64_t bytes) noexcept {
+  // Mappings are found by their start; where none starts, the next one can start no sooner
+  // than one granule on (2 MiB, the smallest VMM granularity of NVIDIA's GPUs). The walk is
+  // bounded for ranges too large to be made of mappings memwatch saw.
+  constexpr std::uint64_t kGranule = 2u << 20;
+  constexpr int kMaxSteps = 1 << 16;
   const std::uint64_t end = address + static_cast<std::uint64_t>(bytes);
-  while (address < end) {
+  for (int step = 0; address < end && step < kMaxSteps; ++step) {
     DeviceRecord m{};
-    if (!g_mappings.table.remove(address, m) || m.bytes <= 0) return;
+    if (!g_mappings.table.remove(address, m) || m.bytes <= 0) {
+      address += kGranule;
+      continue;
+    }
     if (DeviceTable::Slot* h = g_handles.table.find(m.link)) {
       // The last mapping of a released handle frees its memory.
       if (h->state.fetch_sub(2, std::memory_order_acq_rel) == 3) vmm_drop(m.link);

@@ -108,6 +108,18 @@ TEST_F(DeviceCount, VmmMemoryLivesUntilReleasedAndUnmapped) {
   EXPECT_EQ(peak(0), 4 * MiB);
 }
 
+TEST_F(DeviceCount, AnUnmapAcrossAHoleFindsTheMappingsBeyondIt) {
+  device_vmm_create(0x3333, DeviceKind::device, 0, 2 * MiB, kSourceDriver);
+  device_vmm_create(0x4444, DeviceKind::device, 0, 2 * MiB, kSourceDriver);
+  device_vmm_map(0x40000000, 2 * MiB, 0x3333);
+  device_vmm_map(0x40000000 + 6 * MiB, 2 * MiB, 0x4444);  // 4 MiB unmapped between
+  device_vmm_release(0x3333);
+  device_vmm_release(0x4444);
+  EXPECT_EQ(live(0), 4 * MiB);
+  device_vmm_unmap(0x40000000, 8 * MiB);
+  EXPECT_EQ(live(0), 0);
+}
+
 TEST_F(DeviceCount, ConcurrentAllocationsAndFreesBalance) {
   constexpr int kThreads = 4, kRounds = 2000;
   std::vector<std::thread> threads;
