@@ -227,6 +227,10 @@ __attribute__((constructor(101))) static void memwatch_start(int argc, char** ar
   InternalScope internal;
   real_functions_resolve();
   shim_arena_create();
+#if MEMWATCH_DEVICE_HOOKS
+  // Learns the shim's own address range now, not from the first dlsym a CUDA library makes.
+  device_in_shim(nullptr);
+#endif
   g_pid = getpid();
   g_start_monotonic = proc_monotonic_s();
   config_load(g_config, environment, argc, argv, warn_config);
