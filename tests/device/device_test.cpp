@@ -128,6 +128,14 @@ TEST(DevicePreload, DlopenAndDlsymOfTheDriver) {
   EXPECT_EQ(device_live(m.report, 0), 0);
 }
 
+TEST(DevicePreload, DlsymOfTheRuntimeFromItsOwnHandle) {
+  const Measured m = measure(kRuntimeProgram, "dlsym_runtime");
+  expect_clean(m);
+  EXPECT_EQ(device_peak(m.report, 1), 32 * MiB);
+  EXPECT_EQ(device_live(m.report, 1), 0);
+  EXPECT_EQ(m.report["sources"], sources({"runtime-hooks"}));
+}
+
 TEST(DevicePreload, VmmCountsPhysicalMemoryUntilReleasedAndUnmapped) {
   const Measured m = measure(kRuntimeProgram, "entry_vmm");
   expect_clean(m);

@@ -195,6 +195,22 @@ static void dlsym_route(void) {
   CHECK(mem_free(a));
 }
 
+/* The runtime fetched by name from its own handle, as a framework that dlopens libcudart does. */
+static void dlsym_runtime(void) {
+  void* lib = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) exit(4);
+  cudaError_t (*set_device)(int) = (cudaError_t(*)(int))dlsym(lib, "cudaSetDevice");
+  cudaError_t (*malloc_fn)(void**, size_t) = (cudaError_t(*)(void**, size_t))dlsym(lib, "cudaMalloc");
+  cudaError_t (*free_fn)(void*) = (cudaError_t(*)(void*))dlsym(lib, "cudaFree");
+  if (!set_device || !malloc_fn || !free_fn) exit(4);
+  void *a, *b;
+  CHECK(set_device(1));
+  CHECK(malloc_fn(&a, 24 * MiB));
+  CHECK(malloc_fn(&b, 8 * MiB));
+  CHECK(free_fn(a));
+  CHECK(free_fn(b));
+}
+
 /* PyTorch's expandable segments: the VMM functions from cudaGetDriverEntryPointByVersion. */
 static void entry_vmm(void) {
   CHECK(cudaSetDevice(0));
@@ -284,6 +300,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "async") == 0) async_pool();
   else if (strcmp(mode, "getproc") == 0) getproc();
   else if (strcmp(mode, "dlsym") == 0) dlsym_route();
+  else if (strcmp(mode, "dlsym_runtime") == 0) dlsym_runtime();
   else if (strcmp(mode, "entry_vmm") == 0) entry_vmm();
   else if (strcmp(mode, "threads") == 0) threads();
   else if (strcmp(mode, "rtld_next") == 0) rtld_next();
