@@ -19,7 +19,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kIngestPerTurn = 5000;  // frames handled before the query socket gets a turn
+// Frames handled before the query socket gets a turn: small, so a query waits at most for a
+// few hundred inserts, never for a whole backlog.
+constexpr int kIngestPerTurn = 256;
 constexpr std::chrono::milliseconds kTick{100};
 constexpr double kLivenessEvery = 1.0;
 
@@ -67,11 +69,11 @@ Server::Server(const Options& options)
       worker_(options.db),
       host_(this_host()),
       queries_({&store_, &models_, [this] {
-                  const Counts c = store_.counts();
-                  return json{{"runs", c.runs},
-                              {"running", c.running},
-                              {"samples", c.samples},
-                              {"workloads", c.workloads},
+                  // Counted once at start-up and kept since: a status query never scans.
+                  return json{{"runs", counts_.runs},
+                              {"running", static_cast<std::int64_t>(peers_.size())},
+                              {"samples", counts_.samples},
+                              {"workloads", counts_.workloads},
                               {"frames", stats_.frames},
                               {"warnings", stats_.warnings},
                               {"rejected_frames", stats_.rejected},
@@ -79,8 +81,10 @@ Server::Server(const Options& options)
                               {"db", options_.db},
                               {"ingest", options_.ingest}};
                 }}),
-      started_(unix_now()) {
+      started_(unix_now()),
+      counts_(store_.counts()) {
   models_.reload_all();
+  for (const std::string& w : store_.workloads()) known_workloads_.insert(w);
   for (zmq::socket_t* s : {&ingest_, &query_, &events_}) s->set(zmq::sockopt::linger, 0);
   // A shim that is gone or slow never holds the daemon up: replies to it are dropped.
   ingest_.set(zmq::sockopt::sndhwm, 1000);
@@ -162,7 +166,10 @@ void Server::on_ingest() {
 void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
   ++stats_.hellos;
   const std::int64_t run = store_.begin_run(hello, unix_now());
-  peers_[peer] = Peer{run, hello.workload, hello.host_capacity_bytes, false};
+  ++counts_.runs;
+  if (known_workloads_.insert(hello.workload).second)
+    counts_.workloads = static_cast<std::int64_t>(known_workloads_.size());
+  peers_[peer] = Peer{run, hello.workload, hello.host_capacity_bytes, 0, false};
   store_.commit_batch();  // acknowledged below: on disk first
   store_.begin_batch();
   protocol::Verdict verdict;
@@ -193,7 +200,10 @@ void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
 
 void Server::on_sample(Peer& peer, const protocol::Sample& sample) {
   ++stats_.samples;
-  store_.add_sample(peer.run, sample);
+  const std::int64_t peak = sample.host_peak_bytes + sample.device_peak_bytes;
+  store_.add_sample(peer.run, sample, /*new_peak=*/peak > peer.peak_bytes);
+  peer.peak_bytes = std::max(peer.peak_bytes, peak);
+  ++counts_.samples;
   constexpr double kWarnShare = 0.9;
   if (!peer.warned && peer.host_capacity_bytes > 0 &&
       static_cast<double>(sample.host_live_bytes) >

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <set>
 #include <unordered_map>
 #include <zmq.hpp>
 
@@ -28,6 +29,7 @@ struct Peer {
   std::int64_t run = 0;
   std::string workload;
   std::int64_t host_capacity_bytes = 0;
+  std::int64_t peak_bytes = 0;  // host + device peak last recorded in the runs table
   bool warned = false;  // the mid-run capacity warning is sent once
 };
 
@@ -59,6 +61,8 @@ class Server {
   IngestStats stats_;
   QueryTable queries_;
   double started_ = 0;
+  Counts counts_;
+  std::set<std::string> known_workloads_;
 };
 
 }  // namespace memwatch::daemon
