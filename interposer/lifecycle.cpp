@@ -12,12 +12,18 @@
 
 #include "config.hpp"
 #include "daemon_link.hpp"
+#include "device_count.hpp"
 #include "hooks.hpp"
 #include "log.hpp"
 #include "proc_stats.hpp"
 #include "report.hpp"
 #include "reporter.hpp"
 #include "segment.hpp"
+#if MEMWATCH_DEVICE_HOOKS
+#include "device_cupti.hpp"
+#include "device_hooks.hpp"
+#include "device_nvml.hpp"
+#endif
 
 using namespace memwatch::shim;
 
@@ -52,6 +58,44 @@ struct InternalScope {
   InternalScope& operator=(const InternalScope&) = delete;
 };
 
+std::int64_t device_capacity(int device) {
+  if (g_config.device_capacity[device] > 0) return g_config.device_capacity[device];
+#if MEMWATCH_DEVICE_HOOKS
+  return device_nvml_capacity(device);
+#else
+  return 0;
+#endif
+}
+
+// On the reporter thread, each sample: once the program has brought CUDA, CUPTI is tried and
+// the devices' capacities read (both load libraries: never from a hook).
+void device_tick() {
+#if MEMWATCH_DEVICE_HOOKS
+  static bool started = false;
+  if (started || !device_cuda_seen()) return;
+  started = true;
+  device_cupti_start(std::getenv("MEMWATCH_CUPTI"));
+  device_nvml_read();
+#endif
+}
+
+// What the reporter thread drives: the device side's tick, and the daemon link when a daemon
+// listens.
+class ReporterClients final : public ReporterClient {
+ public:
+  void started() override {
+    if (g_link != nullptr) g_link->started();
+  }
+  void sampled(const CounterSnapshot& s) override {
+    device_tick();
+    if (g_link != nullptr) g_link->sampled(s);
+  }
+  void stopping(const CounterSnapshot& s) override {
+    if (g_link != nullptr) g_link->stopping(s);
+  }
+};
+ReporterClients g_clients;
+
 // Once per process; async-signal-safe (report formatting and writing allocate nothing).
 void finish(ExitCause cause, int detail) noexcept {
   if (getpid() != g_pid) return;  // a vfork child: the report is its parent's to write
@@ -69,6 +113,8 @@ void finish(ExitCause cause, int detail) noexcept {
     facts.pid = g_pid;
     facts.cause = cause;
     facts.detail = detail;
+    facts.device_sources = device_sources();
+    for (int i = 0; i < kMaxDevices; ++i) facts.device_capacity_bytes[i] = device_capacity(i);
     static char buffer[64 * 1024];
     const std::string_view json = report_format(facts, buffer, sizeof buffer);
     if (json.empty() || !report_write(g_config.report_path, g_pid, json))
@@ -114,7 +160,7 @@ void start_reporter() {
     g_link = new (g_link_storage)
         DaemonLink({&g_config, g_host_capacity, proc_unix_s(), g_start_monotonic});
   }
-  g_reporter->start(options, g_link, warn_capacity);
+  g_reporter->start(options, &g_clients, warn_capacity);
 }
 
 std::string gib(double bytes) {
@@ -181,6 +227,10 @@ __attribute__((constructor(101))) static void memwatch_start(int argc, char** ar
   InternalScope internal;
   real_functions_resolve();
   shim_arena_create();
+#if MEMWATCH_DEVICE_HOOKS
+  // Learns the shim's own address range now, not from the first dlsym a CUDA library makes.
+  device_in_shim(nullptr);
+#endif
   g_pid = getpid();
   g_start_monotonic = proc_monotonic_s();
   config_load(g_config, environment, argc, argv, warn_config);

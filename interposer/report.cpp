@@ -6,11 +6,19 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "device_count.hpp"
 #include "json_buffer.hpp"
 
 namespace memwatch::shim {
 
 namespace {
+
+struct SourceName {
+  std::uint32_t bit;
+  const char* name;
+};
+constexpr SourceName kSourceNames[] = {
+    {kSourceCupti, "cupti"}, {kSourceRuntime, "runtime-hooks"}, {kSourceDriver, "driver-hooks"}};
 
 const char* cause_name(ExitCause cause) {
   switch (cause) {
@@ -68,10 +76,22 @@ std::string_view report_format(const ReportFacts& f, char* buf, std::size_t capa
     j.raw("{").key("index").integer(i);
     j.raw(",").key("peak_bytes").integer(s.device_peak[i]);
     j.raw(",").key("live_bytes").integer(s.device_live[i]);
+    if (f.device_capacity_bytes[i] > 0)
+      j.raw(",").key("capacity_bytes").integer(f.device_capacity_bytes[i]);
     j.raw("}");
   }
   j.raw("]");
   j.raw(",").key("pinned_peak_bytes").integer(s.pinned_peak);
+  j.raw(",").key("managed_live_bytes").integer(s.managed_live);
+  j.raw(",").key("pinned_live_bytes").integer(s.pinned_live);
+  j.raw(",").key("sources").raw("[");
+  const char* separator = "";
+  for (const auto& [bit, name] : kSourceNames) {
+    if ((f.device_sources & bit) == 0) continue;
+    j.raw(separator).string(name);
+    separator = ",";
+  }
+  j.raw("]");
   j.raw(",").key("managed_peak_bytes").integer(s.managed_peak);
   j.raw(",").key("rss_hwm_bytes").integer(f.rss_hwm_bytes);
   j.raw(",").key("threads_peak").integer(s.threads_peak);

@@ -23,6 +23,8 @@ struct ReportFacts {
   int pid;
   ExitCause cause;
   int detail;  // the signal number, or the status given to _exit
+  std::uint32_t device_sources;  // DeviceSource bits: which sources counted device memory
+  std::int64_t device_capacity_bytes[kMaxDevices];  // 0: unknown
 };
 
 // Formats the report into buf; returns the JSON, empty if it did not fit.
