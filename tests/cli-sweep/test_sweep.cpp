@@ -9,16 +9,16 @@
 #include <map>
 #include <thread>
 
-#include "../support/process.hpp"
+#include "../common/run_program.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using memwatch::test::lines_of;
-using memwatch::test::Outcome;
-using memwatch::test::run;
-using memwatch::test::slurp;
-using memwatch::test::TempDir;
+using memwatch::testrun::lines_of;
+using memwatch::testrun::Outcome;
+using memwatch::testrun::run;
+using memwatch::testrun::slurp;
+using memwatch::testrun::TempDir;
 
 using Row = std::map<std::string, std::string>;
 

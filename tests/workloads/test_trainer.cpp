@@ -5,16 +5,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../support/process.hpp"
+#include "../common/run_program.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using memwatch::test::lines_of;
-using memwatch::test::Outcome;
-using memwatch::test::run;
-using memwatch::test::slurp;
-using memwatch::test::TempDir;
+using memwatch::testrun::lines_of;
+using memwatch::testrun::Outcome;
+using memwatch::testrun::run;
+using memwatch::testrun::slurp;
+using memwatch::testrun::TempDir;
 
 struct Config {
   std::int64_t channels, classes, filters, levels;

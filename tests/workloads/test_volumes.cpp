@@ -6,13 +6,13 @@
 #include <cmath>
 #include <functional>
 
-#include "../support/process.hpp"
+#include "../common/run_program.hpp"
 #include "volumes.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using memwatch::test::TempDir;
+using memwatch::testrun::TempDir;
 
 // Writes an x-by-y-by-z(-by-t) volume of `datatype` whose voxel (x, y, z, t) holds value(x, y, z, t).
 void write_nifti(const fs::path& path, std::array<int, 4> size, int datatype,

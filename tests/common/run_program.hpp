@@ -1,4 +1,5 @@
-// Runs a program for a test and keeps what it printed: the tests drive the real binaries.
+// Runs a program for a test and keeps what it printed (header only: the sweep and workload tests
+// drive the real binaries).
 #pragma once
 
 #include <sys/wait.h>
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace memwatch::test {
+namespace memwatch::testrun {
 
 struct Outcome {
   int status = -1;  // exit code, or 128 + signal
@@ -82,4 +83,4 @@ inline std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-}  // namespace memwatch::test
+}  // namespace memwatch::testrun
