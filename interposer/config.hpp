@@ -1,0 +1,58 @@
+// The shim's configuration, read once from the environment (and the program's own argv for
+// MEMWATCH_ARGV_PARAMS). Fixed-size storage: the report is written from signal handlers too.
+//
+// A bad value never stops the program: it is reported in one line naming the variable and what
+// was expected, and the default is kept.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "counters.hpp"
+
+namespace memwatch::shim {
+
+inline constexpr int kMaxParams = 32;
+
+enum class OnOom { warn, abort, off };
+enum class Allocator { system, jemalloc };
+
+struct Param {
+  char name[64];
+  double value;
+};
+
+struct Config {
+  char report_path[4096];  // empty: no report
+  char endpoint[512];
+  char workload[128];
+  Param params[kMaxParams];
+  int param_count;
+  std::int64_t host_capacity;                  // bytes; 0: unknown
+  std::int64_t device_capacity[kMaxDevices];  // bytes; 0: ask the device
+  OnOom on_oom;
+  Allocator allocator;
+  bool signals;
+  std::int64_t batch_bytes;
+};
+
+// Reads an environment variable; tests pass their own.
+using EnvLookup = const char* (*)(const char* name);
+
+// Fills `config` from the environment and argv. `warn` receives one message per bad value.
+using Warn = void (*)(const std::string& message);
+void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn);
+
+// The pieces, exposed for tests. Each returns an empty string on success, else what was wrong.
+std::string config_parse_params(std::string_view text, Config& config);
+std::string config_parse_argv_params(std::string_view spec, int argc, char** argv,
+                                     Config& config);
+std::string config_parse_capacity(std::string_view text, Config& config);
+// "24GiB", "1.5G", "512MB", "1000": bytes, or -1 when `text` is not a size.
+std::int64_t config_parse_size(std::string_view text);
+
+// The value of a parameter, or nullptr.
+const Param* config_find_param(const Config& config, std::string_view name);
+
+}  // namespace memwatch::shim

@@ -1,0 +1,140 @@
+// The shim's counters: global live bytes and high-water marks per memory kind, fed by
+// per-thread deltas so that the hooks' fast path touches only thread-local memory.
+//
+// Exactness: an allocation or free of kExactBytes or more is flushed at once together with
+// whatever the thread had pending, so peaks made of large blocks are exact. Smaller ones wait in
+// the thread's delta until it leaves (-kBatchBytes, kBatchBytes); the global live value is
+// therefore within threads_live x kBatchBytes of the truth, and so is every peak. The batch is
+// configurable (MEMWATCH_BATCH_BYTES, 0 = every call exact) up to kMaxBatchBytes.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace memwatch::shim {
+
+inline constexpr std::int64_t kBatchBytes = 64 * 1024;  // default per-thread batch
+inline constexpr std::int64_t kMaxBatchBytes = 128 * 1024;
+inline constexpr std::int64_t kExactBytes = 256 * 1024;
+static_assert(kExactBytes >= 2 * kMaxBatchBytes, "a large block must overflow any batch");
+inline constexpr int kMaxDevices = 16;
+
+// The block a watcher reads. It lives in a shared-memory segment (see segment.hpp), so every
+// field is an address-free lock-free atomic; the layout is versioned by kBlockVersion.
+struct CounterBlock {
+  static constexpr std::uint64_t kMagic = 0x3174617777656d6dULL;  // "mmewwat1"
+  static constexpr std::uint32_t kBlockVersion = 1;
+
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::int32_t pid;
+  double start_unix_s;
+
+  alignas(64) std::atomic<std::int64_t> heap_live;
+  std::atomic<std::int64_t> mmap_live;
+  std::atomic<std::int64_t> host_live;  // heap + mmap, updated with them: its peak is exact
+  alignas(64) std::atomic<std::int64_t> heap_peak;
+  std::atomic<std::int64_t> mmap_peak;
+  std::atomic<std::int64_t> host_peak;
+  std::atomic<std::int64_t> threads_live;
+  std::atomic<std::int64_t> threads_peak;
+
+  alignas(64) std::atomic<std::int64_t> device_live[kMaxDevices];
+  std::atomic<std::int64_t> device_peak[kMaxDevices];
+  std::atomic<std::int64_t> device_sum_live;
+  std::atomic<std::int64_t> device_sum_peak;
+  std::atomic<std::int64_t> pinned_live;
+  std::atomic<std::int64_t> pinned_peak;
+  std::atomic<std::int64_t> managed_live;
+  std::atomic<std::int64_t> managed_peak;
+
+  // 0 while the process runs, 1 once it exited cleanly (a watcher that finds 0 and no process
+  // knows the process was killed).
+  std::atomic<std::uint32_t> exited;
+};
+
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+
+// A plain copy of a block, for reports and watchers.
+struct CounterSnapshot {
+  std::int64_t heap_live, mmap_live, host_live;
+  std::int64_t heap_peak, mmap_peak, host_peak;
+  std::int64_t threads_live, threads_peak;
+  std::int64_t device_live[kMaxDevices], device_peak[kMaxDevices];
+  std::int64_t device_sum_live, device_sum_peak;
+  std::int64_t pinned_live, pinned_peak, managed_live, managed_peak;
+  std::int32_t pid;
+  bool exited;
+};
+
+// The block the counters go to now: a static one until the segment exists, then the segment's.
+CounterBlock& counters_block() noexcept;
+void counters_use_block(CounterBlock* block) noexcept;
+// Fills `block` with the values of the block in use: at start-up peaks carry over; in a forked
+// child (keep_peaks false) they restart from what the child inherited.
+void counters_init_block(CounterBlock& block, std::int32_t pid, double start_unix_s,
+                         bool keep_peaks) noexcept;
+CounterSnapshot counters_snapshot(const CounterBlock& block) noexcept;
+
+// Raises `peak` to at least `value`.
+inline void counters_raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) noexcept {
+  std::int64_t seen = peak.load(std::memory_order_relaxed);
+  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
+// ---- per-thread state, read by every hook -------------------------------------------------
+
+struct ThreadCounters {
+  std::int64_t heap_delta;  // bytes not yet flushed to the global block
+  // Fast-path bound: kBatchBytes once the thread is registered, 0 before, so the first call of
+  // a thread (and every call after it left) takes the slow path with one comparison.
+  std::int64_t batch_limit;
+  // Non-zero while this thread runs memwatch's own code or the allocator's internals; its
+  // allocations then are the shim's, not the program's.
+  std::uint32_t internal;
+  bool registered;
+  bool exited;  // its pthread key destructor ran: late frees go straight to the block
+};
+
+extern thread_local ThreadCounters tls_counters __attribute__((tls_model("initial-exec")));
+
+void counters_heap_flush_slow(ThreadCounters& t, std::int64_t delta) noexcept;
+
+// The hooks' fast path: a thread-local add and one unsigned comparison that folds "unregistered",
+// "batch full" and "large block" together: a block of kExactBytes overflows any batch limit
+// (limits are at most kMaxBatchBytes), so it always reaches the slow path.
+inline void counters_heap_add(std::int64_t bytes) noexcept {
+  ThreadCounters& t = tls_counters;
+  const std::int64_t d = t.heap_delta + bytes;
+  // |d| < batch_limit  <=>  (d + limit) in [0, 2*limit) as unsigned.
+  if (__builtin_expect(static_cast<std::uint64_t>(d + t.batch_limit) <
+                           static_cast<std::uint64_t>(2 * t.batch_limit),
+                       1)) {
+    t.heap_delta = d;
+    return;
+  }
+  counters_heap_flush_slow(t, d);
+}
+
+// Mapped bytes change rarely and always by whole pages: straight to the global block.
+void counters_mmap_add(std::int64_t bytes) noexcept;
+
+// Flushes the calling thread's delta (before fork, at exit, when a thread ends).
+void counters_flush_thread() noexcept;
+// The batch new threads get (clamped to [0, kMaxBatchBytes]); set once at start-up.
+void counters_set_batch(std::int64_t bytes) noexcept;
+std::int64_t counters_batch() noexcept;
+// The worst-case error of every heap figure now: threads_peak x batch.
+std::int64_t counters_error_bound() noexcept;
+
+// Device memory (the CUDA hooks): per device index, exact, no batching.
+void counters_device_add(int device, std::int64_t bytes) noexcept;
+void counters_pinned_add(std::int64_t bytes) noexcept;
+void counters_managed_add(std::int64_t bytes) noexcept;
+
+// In a forked child: the only thread is the one that forked, peaks restart from live.
+void counters_after_fork_child() noexcept;
+
+}  // namespace memwatch::shim

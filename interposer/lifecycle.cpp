@@ -1,0 +1,168 @@
+// The shim's life inside the program: start-up (configuration, segment, reporter thread),
+// fork, fatal signals, _exit, and the report at the end. Nothing here runs on the hooks' path.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "config.hpp"
+#include "hooks.hpp"
+#include "log.hpp"
+#include "proc_stats.hpp"
+#include "report.hpp"
+#include "reporter.hpp"
+#include "segment.hpp"
+
+using namespace memwatch::shim;
+
+namespace {
+
+Config g_config;
+int g_pid = 0;  // whose counters these are: a vfork child shares our memory but not our pid
+double g_start_monotonic = 0;
+std::int64_t g_host_capacity = 0;
+std::atomic<bool> g_report_done{false};
+bool g_started = false;
+alignas(Reporter) unsigned char g_reporter_storage[sizeof(Reporter)];
+Reporter* g_reporter = nullptr;
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL,  SIGFPE, SIGABRT,
+                                 SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+
+// Internal for the lifetime of a scope: what memwatch itself allocates is not the program's.
+struct InternalScope {
+  InternalScope() noexcept { ++tls_counters.internal; }
+  ~InternalScope() { --tls_counters.internal; }
+  InternalScope(const InternalScope&) = delete;
+  InternalScope& operator=(const InternalScope&) = delete;
+};
+
+// Once per process; async-signal-safe (report formatting and writing allocate nothing).
+void finish(ExitCause cause, int detail) noexcept {
+  if (getpid() != g_pid) return;  // a vfork child: the report is its parent's to write
+  if (g_report_done.exchange(true)) return;
+  counters_flush_thread();
+  CounterBlock& block = counters_block();
+  if (g_config.report_path[0] != '\0') {
+    ReportFacts facts{};
+    facts.config = &g_config;
+    facts.counters = counters_snapshot(block);
+    facts.error_bound_bytes = counters_error_bound();
+    facts.rss_hwm_bytes = proc_rss_hwm_bytes();
+    facts.host_capacity_bytes = g_host_capacity;
+    facts.elapsed_s = proc_monotonic_s() - g_start_monotonic;
+    facts.pid = g_pid;
+    facts.cause = cause;
+    facts.detail = detail;
+    static char buffer[64 * 1024];
+    const std::string_view json = report_format(facts, buffer, sizeof buffer);
+    if (json.empty() || !report_write(g_config.report_path, g_pid, json))
+      log_line("cannot write the report to %s", g_config.report_path);
+  }
+  if (cause != ExitCause::signal) {
+    // Clean ends mark the block and remove the segment; after a fatal signal it stays for the
+    // daemon, as it would after SIGKILL.
+    block.exited.store(1, std::memory_order_relaxed);
+    segment_remove(g_pid);
+  }
+}
+
+void on_fatal_signal(int sig) {
+  finish(ExitCause::signal, sig);
+  // SA_RESETHAND restored the default action: a fault re-executes and dies as it would have;
+  // an asynchronous signal is raised again (SA_NODEFER lets it through at once).
+  if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) raise(sig);
+}
+
+void install_signal_handlers() {
+  for (int sig : kFatalSignals) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+    struct sigaction act {};
+    act.sa_handler = on_fatal_signal;
+    sigemptyset(&act.sa_mask);
+    act.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+    sigaction(sig, &act, nullptr);
+  }
+}
+
+void warn_capacity(std::int64_t live, std::int64_t capacity) {
+  log_line("warning: live host memory %.2f GiB is past 90%% of the capacity, %.2f GiB",
+           static_cast<double>(live) / 0x1p30, static_cast<double>(capacity) / 0x1p30);
+}
+
+void start_reporter() {
+  ReporterOptions options;
+  options.host_capacity_bytes = g_host_capacity;
+  g_reporter->start(options, nullptr, warn_capacity);
+}
+
+// A new segment for this pid, carrying the current values; says so once if it cannot.
+void attach_segment(bool keep_peaks) {
+  CounterBlock* block = segment_create(g_pid);
+  if (block == nullptr) {
+    log_line("cannot create the shared-memory segment /dev/shm/%s; counting goes on, but the "
+             "last values will not survive a SIGKILL",
+             segment_name(g_pid).c_str());
+    return;
+  }
+  counters_init_block(*block, g_pid, proc_unix_s(), keep_peaks);
+  counters_use_block(block);
+}
+
+void before_fork() { counters_flush_thread(); }
+
+void in_forked_child() {
+  InternalScope internal;
+  g_pid = getpid();
+  g_start_monotonic = proc_monotonic_s();
+  g_report_done.store(false);
+  counters_after_fork_child();  // the counters still point at the parent's block
+  attach_segment(/*keep_peaks=*/false);
+  g_reporter->forget_after_fork();
+  start_reporter();
+}
+
+void warn_config(const std::string& message) { log_line("%s", message.c_str()); }
+
+const char* environment(const char* name) { return std::getenv(name); }
+
+}  // namespace
+
+// Runs after libc and libstdc++ are initialised (they are our dependencies), before the
+// program's own constructors; glibc passes argc/argv/envp to ELF constructors.
+__attribute__((constructor(101))) static void memwatch_start(int argc, char** argv, char**) {
+  InternalScope internal;
+  real_functions_resolve();
+  shim_arena_create();
+  g_pid = getpid();
+  g_start_monotonic = proc_monotonic_s();
+  config_load(g_config, environment, argc, argv, warn_config);
+  counters_set_batch(g_config.batch_bytes);
+  g_host_capacity = g_config.host_capacity > 0 ? g_config.host_capacity : proc_host_capacity_bytes();
+  attach_segment(/*keep_peaks=*/true);
+  pthread_atfork(before_fork, nullptr, in_forked_child);
+  if (g_config.signals) install_signal_handlers();
+  g_reporter = new (g_reporter_storage) Reporter();
+  start_reporter();
+  g_started = true;
+}
+
+__attribute__((destructor(101))) static void memwatch_stop() {
+  if (!g_started) return;
+  InternalScope internal;
+  g_reporter->stop();
+  finish(ExitCause::exit, 0);
+}
+
+MEMWATCH_HOOK [[noreturn]] void _exit(int status) {
+  if (!g_ready.load(std::memory_order_acquire)) real_functions_resolve();
+  if (g_started) finish(ExitCause::underscore_exit, status);
+  g_real.exit_now(status);
+  __builtin_unreachable();
+}
+
+MEMWATCH_HOOK [[noreturn]] void _Exit(int status) { _exit(status); }

@@ -1,0 +1,152 @@
+#include "real_functions.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <jemalloc/jemalloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "counters.hpp"
+#include "shim_arena.hpp"
+
+namespace memwatch::shim {
+
+RealFunctions g_real{};
+std::atomic<bool> g_ready{false};
+std::uintptr_t g_jemalloc_begin = 0;
+std::uintptr_t g_jemalloc_end = 0;
+
+namespace {
+
+// Finds the loaded object holding `mallocx` and records the span of its segments.
+int find_jemalloc(dl_phdr_info* info, std::size_t, void*) {
+  const auto probe = reinterpret_cast<std::uintptr_t>(&mallocx);
+  std::uintptr_t begin = UINTPTR_MAX, end = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    begin = std::min<std::uintptr_t>(begin, info->dlpi_addr + ph.p_vaddr);
+    end = std::max<std::uintptr_t>(end, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  if (probe < begin || probe >= end) return 0;
+  g_jemalloc_begin = begin;
+  g_jemalloc_end = end;
+  return 1;
+}
+
+std::atomic<int> g_resolving{0};
+
+template <typename Fn>
+void lookup(void* handle, const char* name, Fn& slot) {
+  slot = reinterpret_cast<Fn>(dlsym(handle, name));
+}
+
+bool wants_jemalloc() {
+  // getenv neither allocates nor locks: safe this early, before any constructor ran.
+  const char* v = std::getenv("MEMWATCH_ALLOCATOR");
+  return v != nullptr && std::strcmp(v, "jemalloc") == 0;
+}
+
+// jemalloc's own malloc family (the shim links it for its arena). Its allocations may mmap
+// through the hooked mmap, so they run marked internal: its mappings are the heap's, already
+// counted as heap bytes.
+void* je_malloc_(std::size_t n) {
+  ++tls_counters.internal;
+  void* p = n == 0 ? mallocx(1, 0) : mallocx(n, 0);
+  --tls_counters.internal;
+  return p;
+}
+void je_free_(void* p) {
+  if (p != nullptr) dallocx(p, 0);
+}
+void* je_calloc_(std::size_t count, std::size_t size) {
+  std::size_t total = 0;
+  if (__builtin_mul_overflow(count, size, &total)) return nullptr;
+  ++tls_counters.internal;
+  void* p = mallocx(total == 0 ? 1 : total, MALLOCX_ZERO);
+  --tls_counters.internal;
+  return p;
+}
+void* je_realloc_(void* p, std::size_t n) {
+  if (p == nullptr) return je_malloc_(n);
+  if (n == 0) {  // glibc's behaviour: free and return null
+    dallocx(p, 0);
+    return nullptr;
+  }
+  ++tls_counters.internal;
+  void* q = rallocx(p, n, 0);
+  --tls_counters.internal;
+  return q;
+}
+void* je_aligned_(std::size_t alignment, std::size_t n) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) return nullptr;
+  ++tls_counters.internal;
+  void* p = mallocx(n == 0 ? 1 : n, static_cast<int>(MALLOCX_ALIGN(alignment)));
+  --tls_counters.internal;
+  return p;
+}
+int je_posix_memalign_(void** out, std::size_t alignment, std::size_t n) {
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
+  void* p = je_aligned_(alignment, n);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+void* je_valloc_(std::size_t n) { return je_aligned_(static_cast<std::size_t>(getpagesize()), n); }
+void* je_pvalloc_(std::size_t n) {
+  const auto page = static_cast<std::size_t>(getpagesize());
+  return je_aligned_(page, (n + page - 1) & ~(page - 1));
+}
+std::size_t je_usable_(void* p) { return p == nullptr ? 0 : sallocx(p, 0); }
+
+}  // namespace
+
+void real_functions_resolve() noexcept {
+  if (g_ready.load(std::memory_order_acquire)) return;
+  int expected = 0;
+  if (!g_resolving.compare_exchange_strong(expected, 1)) {
+    // Another thread resolves (or this one, re-entered from dlsym): wait unless re-entered.
+    if (tls_counters.internal != 0) return;
+    while (!g_ready.load(std::memory_order_acquire)) {
+    }
+    return;
+  }
+  ++tls_counters.internal;
+  shim_arena_reserve();
+  dl_iterate_phdr(find_jemalloc, nullptr);
+  RealFunctions r{};
+  lookup(RTLD_NEXT, "malloc", r.malloc);
+  lookup(RTLD_NEXT, "free", r.free);
+  lookup(RTLD_NEXT, "calloc", r.calloc);
+  lookup(RTLD_NEXT, "realloc", r.realloc);
+  lookup(RTLD_NEXT, "posix_memalign", r.posix_memalign);
+  lookup(RTLD_NEXT, "aligned_alloc", r.aligned_alloc);
+  lookup(RTLD_NEXT, "memalign", r.memalign);
+  lookup(RTLD_NEXT, "valloc", r.valloc);
+  lookup(RTLD_NEXT, "pvalloc", r.pvalloc);
+  lookup(RTLD_NEXT, "malloc_usable_size", r.malloc_usable_size);
+  lookup(RTLD_NEXT, "mmap", r.mmap);
+  lookup(RTLD_NEXT, "munmap", r.munmap);
+  lookup(RTLD_NEXT, "mremap", r.mremap);
+  lookup(RTLD_NEXT, "_exit", r.exit_now);
+  if (wants_jemalloc()) {
+    r.malloc = je_malloc_;
+    r.free = je_free_;
+    r.calloc = je_calloc_;
+    r.realloc = je_realloc_;
+    r.posix_memalign = je_posix_memalign_;
+    r.aligned_alloc = je_aligned_;
+    r.memalign = je_aligned_;
+    r.valloc = je_valloc_;
+    r.pvalloc = je_pvalloc_;
+    r.malloc_usable_size = je_usable_;
+  }
+  g_real = r;
+  --tls_counters.internal;
+  g_ready.store(true, std::memory_order_release);
+}
+
+}  // namespace memwatch::shim

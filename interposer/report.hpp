@@ -1,0 +1,34 @@
+// The run's report, schema memwatch.report/1, formatted and written without allocating so that
+// the same code serves a clean exit, _exit and a fatal signal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "config.hpp"
+#include "counters.hpp"
+
+namespace memwatch::shim {
+
+enum class ExitCause { exit, underscore_exit, signal };
+
+struct ReportFacts {
+  const Config* config;
+  CounterSnapshot counters;
+  std::int64_t error_bound_bytes;
+  std::int64_t rss_hwm_bytes;
+  std::int64_t host_capacity_bytes;
+  double elapsed_s;
+  int pid;
+  ExitCause cause;
+  int detail;  // the signal number, or the status given to _exit
+};
+
+// Formats the report into buf; returns the JSON, empty if it did not fit.
+std::string_view report_format(const ReportFacts& facts, char* buf, std::size_t capacity) noexcept;
+// Expands %p in `path_template` to `pid` and writes `json` there atomically (a temporary file
+// renamed into place), so a reader never sees half a report. False on any failure.
+bool report_write(const char* path_template, int pid, std::string_view json) noexcept;
+
+}  // namespace memwatch::shim
