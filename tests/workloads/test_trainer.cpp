@@ -55,14 +55,14 @@ const std::vector<Config> kConfigs{
 
 TEST(Unet3dTrain, ReferenceConfigurationHasTheReferenceParameterCount) {
   EXPECT_EQ(formula({1, 1, 16, 5}), 5647857);
-  auto o = run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16"}, {1, 1, 16, 5}));
+  auto o = run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16", "--batch-size", "2"}, {1, 1, 16, 5}));
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_EQ(summary_of(o)["parameters"], 5647857);
 }
 
 TEST(Unet3dTrain, ParameterCountsFollowTheFormula) {
   for (const auto& c : kConfigs) {
-    auto o = run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16"}, c));
+    auto o = run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16", "--batch-size", "2"}, c));
     ASSERT_EQ(o.status, 0) << o.err;
     auto s = summary_of(o);
     EXPECT_EQ(s["parameters"].get<std::int64_t>(), formula(c))
@@ -116,6 +116,7 @@ const std::vector<std::vector<std::string>> kBadFlags{
     {"--precision", "fp16"}, {"--device", "tpu"},      {"--device", "cuda"},
     {"--lr", "-1"},          {"--steps", "1.5"},       {"--dim"},
     {"--dim", "16", "--shape", "16,16,16"},            {"stray"},
+    {"--dim", "16", "--levels", "5", "--batch-size", "1"},  // one value per channel at the bottom
 };
 
 TEST(Unet3dTrain, BadFlagsGiveOneLineAndStatusTwo) {
@@ -161,7 +162,7 @@ TEST(Unet3dTrain, TrainsOnNiftiVolumes) {
   EXPECT_EQ(s["data"], "nifti");
   EXPECT_TRUE(s["final_loss"].is_number());
 
-  o = run({UNET3D_TRAIN, "--data", (dir / "missing").string(), "--dim", "16", "--steps", "1"});
+  o = run({UNET3D_TRAIN, "--data", (dir / "missing").string(), "--dim", "32", "--steps", "1"});
   EXPECT_EQ(o.status, 1);
   EXPECT_NE(o.err.find("imagesTr"), std::string::npos) << o.err;
 }
@@ -182,8 +183,8 @@ TEST(TrainPy, SummaryParsesAndParameterCountsMatchTheCppTrainer) {
   EXPECT_EQ(s["parameters"].get<std::int64_t>(), formula({4, 3, 4, 3}));
 
   for (const auto& c : kConfigs) {
-    auto py = run(with_flags({"/usr/bin/python3", TRAIN_PY, "--steps", "0", "--dim", "16"}, c));
-    auto cpp = run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16"}, c));
+    auto py = run(with_flags({"/usr/bin/python3", TRAIN_PY, "--steps", "0", "--dim", "16", "--batch-size", "2"}, c));
+    auto cpp = run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16", "--batch-size", "2"}, c));
     ASSERT_EQ(py.status, 0) << py.err;
     EXPECT_EQ(summary_of(py)["parameters"], summary_of(cpp)["parameters"]);
   }

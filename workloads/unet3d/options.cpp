@@ -118,6 +118,14 @@ Options parse_options(std::span<char* const> args) {
       throw UsageError("the volume edge " + std::to_string(edge) + " is not divisible by " +
                        std::to_string(stride) + " = 2^(levels-1) with --levels " +
                        std::to_string(o.levels));
+  // Batch normalisation in training needs more than one value per channel, and the lowest
+  // level holds batch x (shape / 2^(levels-1)) of them.
+  std::int64_t bottom = o.batch_size;
+  for (auto edge : o.shape) bottom *= edge / stride;
+  if (bottom < 2)
+    throw UsageError("batch " + std::to_string(o.batch_size) + " leaves one voxel per channel at "
+                     "the lowest level, too few for batch normalisation: raise --batch-size or the "
+                     "volume, or lower --levels");
   return o;
 }
 

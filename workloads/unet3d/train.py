@@ -85,6 +85,12 @@ def parse_options(argv):
         if edge % stride:
             raise UsageError(f"the volume edge {edge} is not divisible by {stride} = "
                              f"2^(levels-1) with --levels {o.levels}")
+    # Batch normalisation in training needs more than one value per channel, and the lowest
+    # level holds batch x (shape / 2^(levels-1)) of them.
+    if o.batch_size * math.prod(edge // stride for edge in o.shape) < 2:
+        raise UsageError(f"batch {o.batch_size} leaves one voxel per channel at the lowest level, "
+                         "too few for batch normalisation: raise --batch-size or the volume, "
+                         "or lower --levels")
     if o.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda: this PyTorch has no CUDA (built without it, "
                          "or no GPU is visible)")
