@@ -213,7 +213,9 @@ struct RunSpec {
 };
 
 // The child: its own process group, so a timeout or an interrupt reaches everything it started.
-[[noreturn]] void exec_child(const RunSpec& spec) {
+// If the command cannot be started at all, errno goes back through `report_fd` (closed on a
+// successful exec).
+[[noreturn]] void exec_child(const RunSpec& spec, int report_fd) {
   setpgid(0, 0);
   std::string preload = spec.shim.string();
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
@@ -229,7 +231,8 @@ struct RunSpec {
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
-  std::fprintf(stderr, "memwatch sweep: cannot run %s: %s\n", argv[0], std::strerror(errno));
+  const int err = errno;
+  (void)!write(report_fd, &err, sizeof err);
   _exit(127);
 }
 
@@ -237,11 +240,26 @@ RunResult run_one(const RunSpec& spec) {
   RunResult result;
   std::error_code ec;
   fs::remove(spec.report, ec);
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   const auto start = Clock::now();
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) exec_child(spec);
+  if (pid == 0) exec_child(spec, exec_pipe[1]);
   setpgid(pid, pid);  // also here, so the group exists whichever of the two runs first
+  close(exec_pipe[1]);
+  // A command that cannot start (missing, not executable) is no run to record: every point
+  // would fail the same way in milliseconds, so the sweep stops and --resume can go on later.
+  int exec_errno = 0;
+  ssize_t got_errno;
+  do got_errno = read(exec_pipe[0], &exec_errno, sizeof exec_errno);
+  while (got_errno < 0 && errno == EINTR);
+  close(exec_pipe[0]);
+  if (got_errno == static_cast<ssize_t>(sizeof exec_errno)) {
+    waitpid(pid, nullptr, 0);
+    throw std::runtime_error("cannot run " + spec.argv[0] + ": " + std::strerror(exec_errno));
+  }
 
   int status = 0;
   rusage usage{};

@@ -190,6 +190,17 @@ TEST(Sweep, AnInterruptedSweepKeepsWholeRowsAndResumes) {
   EXPECT_EQ(rows[2]["mode"], "3");
 }
 
+TEST(Sweep, ACommandThatCannotStartStopsTheSweepWithoutARow) {
+  TempDir dir;
+  const auto out = dir / "runs.csv";
+  auto o = run({MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD, "--grid", "mib=1,2", "--out", out,
+                "--", (dir / "no-such-program").string(), "{mib}"});
+  EXPECT_EQ(o.status, 1);
+  EXPECT_NE(o.err.find("cannot run"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("No such file"), std::string::npos) << o.err;
+  EXPECT_TRUE(read_csv(out).empty());
+}
+
 TEST(Sweep, UsageErrorsExitTwoBeforeRunningAnything) {
   TempDir dir;
   const auto out = (dir / "u.csv").string();
