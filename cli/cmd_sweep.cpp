@@ -102,8 +102,9 @@ std::string canonical_number(std::string_view text) {
 std::string substitute(std::string word, const std::vector<Axis>& axes, const Point& point) {
   for (std::size_t a = 0; a < axes.size(); ++a) {
     const std::string key = "{" + axes[a].name + "}";
-    for (auto at = word.find(key); at != std::string::npos; at = word.find(key, at))
-      word.replace(at, key.size(), axes[a].values[point[a]]), at += axes[a].values[point[a]].size();
+    const std::string& value = axes[a].values[point[a]];
+    for (auto at = word.find(key); at != std::string::npos; at = word.find(key, at + value.size()))
+      word.replace(at, key.size(), value);
   }
   return word;
 }
