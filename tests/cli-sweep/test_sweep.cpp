@@ -86,6 +86,17 @@ TEST(Sweep, WritesOneRowPerCombinationWithItsParameters) {
   EXPECT_NE(o.err.find("sweep-helper: exiting with 7"), std::string::npos) << o.err;
 }
 
+TEST(Sweep, EveryPlaceholderInAWordIsReplaced) {
+  TempDir dir;
+  auto o = run({MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD, "--grid", "a=1,2", "--grid", "b=5",
+                "--out", (dir / "w.csv"), "--", "sh", "-c", "exit $0", "{a}{b}{a}"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  auto rows = read_csv(dir / "w.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["exit_status"], "151");
+  EXPECT_EQ(rows[1]["exit_status"], "252");
+}
+
 TEST(Sweep, KilledAndTimedOutRunsAreRowsWithMinusTheSignal) {
   TempDir dir;
   auto o = sweep({"--grid", "mib=1", "--out", (dir / "abort.csv")}, {"{mib}", "abort"});
