@@ -14,9 +14,12 @@ int cmd_runs(std::span<char* const> args);
 int cmd_model(std::span<char* const> args);
 int cmd_fit(std::span<char* const> args);
 int cmd_predict(std::span<char* const> args);
+int cmd_sweep(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array table{
+      Command{"sweep", "run a command over a parameter grid under the shim, one CSV row a run",
+              cmd_sweep},
       Command{"run", "run a command under the shim: run [--workload W] [--param k=v] -- CMD",
               cmd_run},
       Command{"status", "the daemon's state [--query EP] [--json]", cmd_status},
