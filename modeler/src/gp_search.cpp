@@ -93,10 +93,10 @@ class Evolution {
   }
 
   // Leave-one-out MAPE with g added to the base model, with a light pressure toward small trees.
-  double fitness(const Expr& tree) const {
+  double fitness(const Expr& tree) {
     const VectorXd c = column(tree);
     if (!c.allFinite()) return INFINITY;
-    const double s = state_.score(c);
+    const double s = state_.score(c, scratch_);
     return std::isfinite(s) ? s * (1 + 0.002 * static_cast<double>(tree.nodes.size())) : INFINITY;
   }
 
@@ -211,6 +211,7 @@ class Evolution {
   std::mt19937_64 rng_;
   VectorXd y_;
   PressState state_;
+  PressState::Scratch scratch_;
 };
 
 }  // namespace

@@ -128,9 +128,11 @@ Scored improve_by_swaps(Scored start, const PressState& base, const Dictionary& 
       rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(j));
       const PressState without = state_of(base, dict, rest);
       std::vector<std::pair<double, std::size_t>> better;
+      PressState::Scratch scratch;
       for (std::size_t t = 0; t < dict.terms.size(); ++t) {
         if (std::find(start.terms.begin(), start.terms.end(), t) != start.terms.end()) continue;
-        if (double s = without.score(dict.columns[t]); s < start.score) better.emplace_back(s, t);
+        if (double s = without.score(dict.columns[t], scratch); s < start.score)
+          better.emplace_back(s, t);
       }
       std::sort(better.begin(), better.end());
       for (const auto& [score, t] : better) {
@@ -184,9 +186,11 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
   PressState state = base;
   for (std::size_t step = 0; step < o.max_terms; ++step) {
     std::vector<std::pair<double, std::size_t>> scores;
+    PressState::Scratch scratch;
     for (std::size_t t = 0; t < dict.terms.size(); ++t)
       if (std::find(selected.begin(), selected.end(), t) == selected.end())
-        if (double s = state.score(dict.columns[t]); std::isfinite(s)) scores.emplace_back(s, t);
+        if (double s = state.score(dict.columns[t], scratch); std::isfinite(s))
+          scores.emplace_back(s, t);
     if (scores.empty()) break;
     const std::size_t keep = std::min(o.keep_per_step, scores.size());
     std::partial_sort(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(keep),
