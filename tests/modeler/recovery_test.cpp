@@ -116,6 +116,17 @@ TEST(Recovery, GeneticSearchFindsAnExponentialInLevels) {
   EXPECT_LT(mape(with, test), mape(without, test));
 }
 
+TEST(Recovery, ParameterThatNeverVariesStaysOutOfTheFormula) {
+  // A sweep that kept levels at 4: every term with levels in it copies one without.
+  auto truth = [](const std::vector<double>& x) { return 1e7 + 50 * x[0] * x[1] * x[1] * x[1]; };
+  const Dataset d = grid({"batch", "dim", "levels"}, {{1, 2, 4, 8}, {32, 64, 96, 128}, {4}}, truth, 0.001, 3);
+  const Model m = fit(d);
+  const Function& f = m.parts.front().function;
+  ASSERT_EQ(f.features.size(), 1u) << f.to_string(d.params);
+  EXPECT_TRUE(coefficient(f, term({{0, 1, 0}, {1, 3, 0}}))) << f.to_string(d.params);
+  EXPECT_TRUE(m.predict(m.parts.front(), std::vector<double>{2, 64, 5}).extrapolating);
+}
+
 TEST(Recovery, CategoricalLabelsSplitIntoSeparateModels) {
   Dataset d;
   d.params = {"batch", "dim"};
