@@ -14,7 +14,8 @@ std::span<const Command> commands() {
   static constexpr std::array table{
       Command{"version", "print memwatch's version", cmd_version},
       Command{"fit", "fit a model of peak memory to runs (CSV or JSON Lines)", cmd_fit},
-      Command{"predict", "predict peak memory and its upper bound from a fitted model", cmd_predict},
+      Command{"predict", "predict peak memory and its upper bound from a fitted model",
+              cmd_predict},
   };
   return table;
 }

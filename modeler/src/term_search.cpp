@@ -1,11 +1,11 @@
 #include "memwatch/model/term_search.hpp"
 
-#include "press_state.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
+
+#include "press_state.hpp"
 
 namespace memwatch::model {
 
@@ -232,19 +232,22 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
     if (!sc.terms.empty()) scored.push_back(improve_by_swaps(sc, base, dict, o.nonnegative));
   const std::size_t refit = std::min(o.refit_limit, scored.size());
   std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(refit),
-                    scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
+                    scored.end(),
+                    [](const Scored& a, const Scored& b) { return a.score < b.score; });
 
   std::vector<Hypothesis> ranked;
   for (std::size_t i = 0; i < refit; ++i) {
     std::vector<Feature> features;
     for (auto t : scored[i].terms) features.emplace_back(dict.terms[t]);
-    if (auto h = fit_hypothesis(d, std::move(features), o.nonnegative)) ranked.push_back(std::move(*h));
+    if (auto h = fit_hypothesis(d, std::move(features), o.nonnegative))
+      ranked.push_back(std::move(*h));
   }
   if (auto h = fit_hypothesis(d, {}, o.nonnegative)) ranked.push_back(std::move(*h));
   std::sort(ranked.begin(), ranked.end(),
             [](const Hypothesis& a, const Hypothesis& b) { return a.loo_mape() < b.loo_mape(); });
   prefer_simple(ranked, o.simplicity_relative, o.simplicity_absolute);
-  if (!ranked.empty()) ranked.front() = drop_negligible(d, std::move(ranked.front()), o.nonnegative, o.negligible);
+  if (!ranked.empty())
+    ranked.front() = drop_negligible(d, std::move(ranked.front()), o.nonnegative, o.negligible);
   return ranked;
 }
 
