@@ -27,7 +27,8 @@ std::span<const Command> commands() {
       Command{"runs", "the runs of a workload: runs --workload W [--json]", cmd_runs},
       Command{"model", "a workload's model: model --workload W --target T [--json]", cmd_model},
       Command{"fit", "fit a model of peak memory to runs (CSV or JSON Lines)", cmd_fit},
-      Command{"predict", "predict peak memory and its upper bound from a fitted model", cmd_predict},
+      Command{"predict", "predict peak memory and its upper bound from a fitted model",
+              cmd_predict},
       Command{"version", "print memwatch's version", cmd_version},
   };
   return table;
