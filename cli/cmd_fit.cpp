@@ -66,9 +66,12 @@ int cmd_fit(std::span<char* const> argv) {
   }
   if (args.flag("log")) options.terms.log_exponents = {0, 1};
   if (auto gp = args.value("gp")) {
-    if (*gp == "always") options.gp_above = 0;
-    else if (*gp == "never") options.gp_above = INFINITY;
-    else if (*gp != "auto") throw UsageError("--gp: expected auto, always or never");
+    if (*gp == "always")
+      options.gp_above = 0;
+    else if (*gp == "never")
+      options.gp_above = INFINITY;
+    else if (*gp != "auto")
+      throw UsageError("--gp: expected auto, always or never");
   }
   if (auto level = args.value("level")) {
     options.bound_level = parse_number(*level, "--level");
@@ -82,7 +85,8 @@ int cmd_fit(std::span<char* const> argv) {
   const auto start = std::chrono::steady_clock::now();
   try {
     data = model::parse_table(text, table);
-    for (const auto& note : data.notes) std::fprintf(stderr, "memwatch fit: %s: %s\n", path.c_str(), note.c_str());
+    for (const auto& note : data.notes)
+      std::fprintf(stderr, "memwatch fit: %s: %s\n", path.c_str(), note.c_str());
     m = model::fit(data, options);
   } catch (const model::ParseError& e) {
     throw std::runtime_error(path + ": " + e.what());

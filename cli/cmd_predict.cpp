@@ -26,7 +26,8 @@ model::Point point_from_words(const std::vector<std::string>& words, const model
   model::Point p;
   for (const auto& w : words) {
     const auto eq = w.find('=');
-    if (eq == std::string::npos || eq == 0) throw UsageError("expected name=value, got '" + w + "'");
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("expected name=value, got '" + w + "'");
     const std::string name = w.substr(0, eq), value = w.substr(eq + 1);
     if (std::find(m.categories.begin(), m.categories.end(), name) != m.categories.end())
       p.labels[name] = value;
@@ -77,7 +78,8 @@ int cmd_predict(std::span<char* const> argv) {
       throw std::runtime_error(*input + ": point " + std::to_string(i + 1) + ": " + e.what());
     }
     if (args.flag("json")) {
-      out.push_back({{"prediction", pred.value}, {"upper", pred.upper},
+      out.push_back({{"prediction", pred.value},
+                     {"upper", pred.upper},
                      {"extrapolating", pred.extrapolating}});
     } else {
       std::printf("prediction %.6g  upper %.6g%s\n", pred.value, pred.upper,

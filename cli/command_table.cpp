@@ -14,9 +14,12 @@ int cmd_runs(std::span<char* const> args);
 int cmd_model(std::span<char* const> args);
 int cmd_fit(std::span<char* const> args);
 int cmd_predict(std::span<char* const> args);
+int cmd_sweep(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array table{
+      Command{"sweep", "run a command over a parameter grid under the shim, one CSV row a run",
+              cmd_sweep},
       Command{"run", "run a command under the shim: run [--workload W] [--param k=v] -- CMD",
               cmd_run},
       Command{"status", "the daemon's state [--query EP] [--json]", cmd_status},
@@ -24,7 +27,8 @@ std::span<const Command> commands() {
       Command{"runs", "the runs of a workload: runs --workload W [--json]", cmd_runs},
       Command{"model", "a workload's model: model --workload W --target T [--json]", cmd_model},
       Command{"fit", "fit a model of peak memory to runs (CSV or JSON Lines)", cmd_fit},
-      Command{"predict", "predict peak memory and its upper bound from a fitted model", cmd_predict},
+      Command{"predict", "predict peak memory and its upper bound from a fitted model",
+              cmd_predict},
       Command{"version", "print memwatch's version", cmd_version},
   };
   return table;

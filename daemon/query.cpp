@@ -1,5 +1,10 @@
 #include "query.hpp"
 
+#include <cmath>
+
+#include "refit.hpp"
+#include "verdict.hpp"
+
 namespace memwatch::daemon {
 
 using nlohmann::json;
@@ -9,6 +14,26 @@ namespace {
 constexpr std::size_t kMaxRequest = 64 * 1024;
 
 json failure(const std::string& why) { return {{"ok", false}, {"error", why}}; }
+
+// The "params" object of a request: finite numbers by name.
+model::Point point_from(const json& r) {
+  model::Point p;
+  if (!r.contains("params")) return p;
+  if (!r["params"].is_object()) throw std::invalid_argument("\"params\" must be an object");
+  for (const auto& [name, value] : r["params"].items()) {
+    if (!value.is_number() || !std::isfinite(value.get<double>()))
+      throw std::invalid_argument("parameter '" + name + "' must be a finite number");
+    p.values[name] = value.get<double>();
+  }
+  return p;
+}
+
+std::string target_of(const json& r) {
+  const std::string target = r.value("target", std::string(kHostTarget));
+  if (target != kHostTarget && target != kDeviceTarget)
+    throw std::invalid_argument("target must be host_peak_bytes or device_peak_bytes");
+  return target;
+}
 
 }  // namespace
 
@@ -43,6 +68,8 @@ QueryTable::QueryTable(QueryContext context) : context_(std::move(context)) {
       {"workloads", {}, &QueryTable::op_workloads},
       {"runs", {"workload"}, &QueryTable::op_runs},
       {"model", {"workload", "target"}, &QueryTable::op_model},
+      {"predict", {"workload"}, &QueryTable::op_predict},
+      {"max", {"workload", "vary"}, &QueryTable::op_max},
   };
 }
 
@@ -98,6 +125,46 @@ json QueryTable::op_model(const json& r) const {
     return failure("no model yet for workload '" + r["workload"].get<std::string>() +
                    "', target '" + r["target"].get<std::string>() + "'");
   return {{"ok", true}, {"model", json::parse(*model)}};
+}
+
+json QueryTable::op_predict(const json& r) const {
+  const std::string workload = r["workload"];
+  const std::string target = target_of(r);
+  const model::Model* m = context_.models->find(workload, target);
+  if (m == nullptr) return failure("no model yet for workload '" + workload + "', target " + target);
+  const model::Point p = point_from(r);
+  const model::Prediction pred = m->predict(p);
+  std::size_t runs = 0;
+  for (const auto& part : m->parts) runs += part.runs;
+  return {{"ok", true},
+          {"target", target},
+          {"peak_bytes", pred.value},
+          {"upper_bytes", pred.upper},
+          {"extrapolating", pred.extrapolating},
+          {"formula", formula_of(*m, p)},
+          {"runs", runs}};
+}
+
+json QueryTable::op_max(const json& r) const {
+  const std::string workload = r["workload"];
+  const std::string vary = r["vary"];
+  const std::string target = target_of(r);
+  if (!r.contains("capacity_bytes") || !r["capacity_bytes"].is_number() ||
+      !(r["capacity_bytes"].get<double>() > 0))
+    return failure("op 'max' needs a positive number \"capacity_bytes\"");
+  const model::Model* m = context_.models->find(workload, target);
+  if (m == nullptr) return failure("no model yet for workload '" + workload + "', target " + target);
+  model::Point p = point_from(r);
+  const double capacity = r["capacity_bytes"];
+  const double value = largest_fitting(*m, p, vary, capacity);
+  json reply = {{"ok", true}, {"vary", vary}, {"value", value}, {"capacity_bytes", capacity}};
+  if (value > 0) {
+    p.values[vary] = value;
+    const model::Prediction pred = m->predict(p);
+    reply["peak_bytes"] = pred.value;
+    reply["upper_bytes"] = pred.upper;
+  }
+  return reply;
 }
 
 }  // namespace memwatch::daemon

@@ -9,12 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "models.hpp"
 #include "store.hpp"
 
 namespace memwatch::daemon {
 
 struct QueryContext {
   Store* store;
+  const ModelCache* models;
   std::function<nlohmann::json()> status;  // the server's own figures
 };
 
@@ -36,6 +38,8 @@ class QueryTable {
   nlohmann::json op_workloads(const nlohmann::json&) const;
   nlohmann::json op_runs(const nlohmann::json&) const;
   nlohmann::json op_model(const nlohmann::json&) const;
+  nlohmann::json op_predict(const nlohmann::json&) const;
+  nlohmann::json op_max(const nlohmann::json&) const;
 
   QueryContext context_;
   std::vector<Op> ops_;

@@ -9,7 +9,9 @@
 #include <iterator>
 #include <zmq_addon.hpp>
 
+#include "refit.hpp"
 #include "segment.hpp"
+#include "verdict.hpp"
 
 namespace memwatch::daemon {
 
@@ -17,7 +19,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kIngestPerTurn = 5000;  // frames handled before the query socket gets a turn
+// Frames handled before the query socket gets a turn: small, so a query waits at most for a
+// few hundred inserts, never for a whole backlog.
+constexpr int kIngestPerTurn = 256;
 constexpr std::chrono::milliseconds kTick{100};
 constexpr double kLivenessEvery = 1.0;
 
@@ -61,20 +65,26 @@ Server::Server(const Options& options)
       ingest_(context_, zmq::socket_type::router),
       query_(context_, zmq::socket_type::rep),
       events_(context_, zmq::socket_type::pub),
+      models_(store_),
+      worker_(options.db),
       host_(this_host()),
-      queries_({&store_, [this] {
-                  const Counts c = store_.counts();
-                  return json{{"runs", c.runs},
-                              {"running", c.running},
-                              {"samples", c.samples},
-                              {"workloads", c.workloads},
+      queries_({&store_, &models_, [this] {
+                  // Counted once at start-up and kept since: a status query never scans.
+                  return json{{"runs", counts_.runs},
+                              {"running", static_cast<std::int64_t>(peers_.size())},
+                              {"samples", counts_.samples},
+                              {"workloads", counts_.workloads},
                               {"frames", stats_.frames},
+                              {"warnings", stats_.warnings},
                               {"rejected_frames", stats_.rejected},
                               {"uptime_s", unix_now() - started_},
                               {"db", options_.db},
                               {"ingest", options_.ingest}};
                 }}),
-      started_(unix_now()) {
+      started_(unix_now()),
+      counts_(store_.counts()) {
+  models_.reload_all();
+  for (const std::string& w : store_.workloads()) known_workloads_.insert(w);
   for (zmq::socket_t* s : {&ingest_, &query_, &events_}) s->set(zmq::sockopt::linger, 0);
   // A shim that is gone or slow never holds the daemon up: replies to it are dropped.
   ingest_.set(zmq::sockopt::sndhwm, 1000);
@@ -98,6 +108,7 @@ void Server::run(const std::atomic<bool>& stop) {
     }
     if (items[0].revents & ZMQ_POLLIN) on_ingest();
     if (items[1].revents & ZMQ_POLLIN) on_query();
+    collect_refits();
     const double now = unix_now();
     if (now - last_liveness >= kLivenessEvery) {
       check_liveness();
@@ -129,36 +140,90 @@ void Server::on_ingest() {
         ++stats_.rejected;
         continue;
       }
-      ++stats_.hellos;
-      const std::int64_t run = store_.begin_run(*hello, unix_now());
-      run_by_peer_[peer] = run;
-      store_.commit_batch();  // acknowledged below: on disk first
-      store_.begin_batch();
-      protocol::Verdict verdict;  // no model is consulted yet: the shim learns the daemon heard
-      const std::string frame = protocol::encode(verdict);
-      std::array<zmq::const_buffer, 2> reply = {zmq::buffer(peer), zmq::buffer(frame)};
-      (void)zmq::send_multipart(ingest_, reply, zmq::send_flags::dontwait);
-      publish({{"event", "run_started"}, {"run", run}, {"workload", hello->workload}});
+      on_hello(peer, *hello);
       continue;
     }
-    const auto it = run_by_peer_.find(peer);
-    if (it == run_by_peer_.end()) {
+    const auto it = peers_.find(peer);
+    if (it == peers_.end()) {
       ++stats_.rejected;  // a sample or bye from a peer that never said hello
       continue;
     }
     if (const auto* sample = std::get_if<protocol::Sample>(&*message)) {
-      ++stats_.samples;
-      store_.add_sample(it->second, *sample);
+      on_sample(it->second, *sample);
     } else if (const auto* bye = std::get_if<protocol::Bye>(&*message)) {
       ++stats_.byes;
-      store_.finish_run(it->second, *bye);
-      publish({{"event", "run_finished"}, {"run", it->second}});
-      run_by_peer_.erase(it);
+      store_.finish_run(it->second.run, *bye);
+      publish({{"event", "run_finished"}, {"run", it->second.run}});
+      worker_.request(it->second.workload);
+      peers_.erase(it);
     } else {
       ++stats_.rejected;
     }
   }
   store_.commit_batch();
+}
+
+void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
+  ++stats_.hellos;
+  const std::int64_t run = store_.begin_run(hello, unix_now());
+  ++counts_.runs;
+  if (known_workloads_.insert(hello.workload).second)
+    counts_.workloads = static_cast<std::int64_t>(known_workloads_.size());
+  peers_[peer] = Peer{run, hello.workload, hello.host_capacity_bytes, 0, false};
+  store_.commit_batch();  // acknowledged below: on disk first
+  store_.begin_batch();
+  protocol::Verdict verdict;
+  if (const model::Model* m = models_.find(hello.workload, kHostTarget)) {
+    try {
+      verdict = judge(*m, hello);
+    } catch (const std::exception&) {
+      verdict = {};  // the run's parameters are not the model's: no verdict to give
+    }
+  }
+  const std::string frame = protocol::encode(verdict);
+  std::array<zmq::const_buffer, 2> reply = {zmq::buffer(peer), zmq::buffer(frame)};
+  (void)zmq::send_multipart(ingest_, reply, zmq::send_flags::dontwait);
+  publish({{"event", "run_started"}, {"run", run}, {"workload", hello.workload}});
+  if (verdict.kind == protocol::VerdictKind::over_capacity) {
+    ++stats_.warnings;
+    publish({{"event", "warning"},
+             {"kind", "predicted_oom"},
+             {"run", run},
+             {"workload", hello.workload},
+             {"predicted_bytes", verdict.predicted_bytes},
+             {"upper_bytes", verdict.upper_bytes},
+             {"capacity_bytes", verdict.capacity_bytes},
+             {"vary", verdict.vary},
+             {"largest_fitting", verdict.largest_fitting}});
+  }
+}
+
+void Server::on_sample(Peer& peer, const protocol::Sample& sample) {
+  ++stats_.samples;
+  const std::int64_t peak = sample.host_peak_bytes + sample.device_peak_bytes;
+  store_.add_sample(peer.run, sample, /*new_peak=*/peak > peer.peak_bytes);
+  peer.peak_bytes = std::max(peer.peak_bytes, peak);
+  ++counts_.samples;
+  constexpr double kWarnShare = 0.9;
+  if (!peer.warned && peer.host_capacity_bytes > 0 &&
+      static_cast<double>(sample.host_live_bytes) >
+          kWarnShare * static_cast<double>(peer.host_capacity_bytes)) {
+    peer.warned = true;
+    ++stats_.warnings;
+    publish({{"event", "warning"},
+             {"kind", "near_capacity"},
+             {"run", peer.run},
+             {"workload", peer.workload},
+             {"live_bytes", sample.host_live_bytes},
+             {"capacity_bytes", peer.host_capacity_bytes}});
+  }
+}
+
+void Server::collect_refits() {
+  for (const auto& [workload, outcome] : worker_.take_done()) {
+    models_.reload(workload);
+    publish({{"event", "model_updated"}, {"workload", workload}, {"summary", outcome}});
+  }
 }
 
 void Server::on_query() {

@@ -6,9 +6,12 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <set>
 #include <unordered_map>
 #include <zmq.hpp>
 
+#include "model_worker.hpp"
+#include "models.hpp"
 #include "options.hpp"
 #include "query.hpp"
 #include "store.hpp"
@@ -18,7 +21,16 @@ namespace memwatch::daemon {
 struct IngestStats {
   std::uint64_t frames = 0;
   std::uint64_t rejected = 0;  // not a message of ours
-  std::uint64_t hellos = 0, samples = 0, byes = 0, killed = 0;
+  std::uint64_t hellos = 0, samples = 0, byes = 0, killed = 0, warnings = 0;
+};
+
+// A shim connected to the ingest socket, by its routing id.
+struct Peer {
+  std::int64_t run = 0;
+  std::string workload;
+  std::int64_t host_capacity_bytes = 0;
+  std::int64_t peak_bytes = 0;  // host + device peak last recorded in the runs table
+  bool warned = false;  // the mid-run capacity warning is sent once
 };
 
 class Server {
@@ -32,6 +44,9 @@ class Server {
   void on_query();
   void check_liveness();
   void publish(const nlohmann::json& event);
+  void on_hello(const std::string& peer, const protocol::Hello& hello);
+  void on_sample(Peer& peer, const protocol::Sample& sample);
+  void collect_refits();
 
   Options options_;
   Store store_;
@@ -39,11 +54,15 @@ class Server {
   zmq::socket_t ingest_;
   zmq::socket_t query_;
   zmq::socket_t events_;
-  std::unordered_map<std::string, std::int64_t> run_by_peer_;  // ROUTER routing id -> run
+  std::unordered_map<std::string, Peer> peers_;
+  ModelCache models_;
+  ModelWorker worker_;
   std::string host_;
   IngestStats stats_;
   QueryTable queries_;
   double started_ = 0;
+  Counts counts_;
+  std::set<std::string> known_workloads_;
 };
 
 }  // namespace memwatch::daemon

@@ -162,9 +162,19 @@ Store::Store(const std::string& path) : path_(path) {
   sqlite3_busy_timeout(db_, 5000);
   try {
     exec("PRAGMA journal_mode=WAL");
-    // FULL: a commit is on disk before the daemon answers, whatever happens to it next.
-    exec("PRAGMA synchronous=FULL");
+    // In WAL mode NORMAL makes every commit survive the daemon's own death (SIGKILL, a crash):
+    // it is in the WAL file before the daemon answers. Only an operating-system crash can lose
+    // the last commits; FULL would pay an fsync per batch for that.
+    exec("PRAGMA synchronous=NORMAL");
     exec(kSchema);
+    if (sqlite3_prepare_v3(db_, "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)", -1,
+                           SQLITE_PREPARE_PERSISTENT, &insert_sample_, nullptr) != SQLITE_OK ||
+        sqlite3_prepare_v3(db_,
+                           "UPDATE runs SET host_peak_bytes = MAX(host_peak_bytes, ?), "
+                           "device_peak_bytes = MAX(device_peak_bytes, ?), elapsed_s = ? "
+                           "WHERE id = ?",
+                           -1, SQLITE_PREPARE_PERSISTENT, &raise_peak_, nullptr) != SQLITE_OK)
+      throw StoreError(sqlite3_errmsg(db_));
   } catch (const StoreError& e) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -174,6 +184,8 @@ Store::Store(const std::string& path) : path_(path) {
 
 Store::~Store() {
   if (in_batch_) sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_finalize(insert_sample_);
+  sqlite3_finalize(raise_peak_);
   sqlite3_close(db_);
 }
 
@@ -209,16 +221,25 @@ std::int64_t Store::begin_run(const protocol::Hello& h, double now_unix_s) {
   return sqlite3_last_insert_rowid(db_);
 }
 
-void Store::add_sample(std::int64_t run, const protocol::Sample& m) {
-  Statement s(db_, "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)");
-  s.bind(1, run).bind(2, m.t_s).bind(3, m.host_live_bytes).bind(4, m.host_peak_bytes);
-  s.bind(5, m.device_live_bytes).bind(6, m.device_peak_bytes);
-  s.step();
-  Statement peak(db_,
-                 "UPDATE runs SET host_peak_bytes = MAX(host_peak_bytes, ?), "
-                 "device_peak_bytes = MAX(device_peak_bytes, ?), elapsed_s = ? WHERE id = ?");
-  peak.bind(1, m.host_peak_bytes).bind(2, m.device_peak_bytes).bind(3, m.t_s).bind(4, run);
-  peak.step();
+void Store::add_sample(std::int64_t run, const protocol::Sample& m, bool new_peak) {
+  auto run_once = [this](sqlite3_stmt* st) {
+    const int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) throw StoreError(std::string("store: ") + sqlite3_errmsg(db_));
+  };
+  sqlite3_bind_int64(insert_sample_, 1, run);
+  sqlite3_bind_double(insert_sample_, 2, m.t_s);
+  sqlite3_bind_int64(insert_sample_, 3, m.host_live_bytes);
+  sqlite3_bind_int64(insert_sample_, 4, m.host_peak_bytes);
+  sqlite3_bind_int64(insert_sample_, 5, m.device_live_bytes);
+  sqlite3_bind_int64(insert_sample_, 6, m.device_peak_bytes);
+  run_once(insert_sample_);
+  if (!new_peak) return;
+  sqlite3_bind_int64(raise_peak_, 1, m.host_peak_bytes);
+  sqlite3_bind_int64(raise_peak_, 2, m.device_peak_bytes);
+  sqlite3_bind_double(raise_peak_, 3, m.t_s);
+  sqlite3_bind_int64(raise_peak_, 4, run);
+  run_once(raise_peak_);
 }
 
 void Store::finish_run(std::int64_t run, const protocol::Bye& b) {

@@ -56,7 +56,8 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   std::int64_t begin_run(const protocol::Hello& hello, double now_unix_s);
-  void add_sample(std::int64_t run, const protocol::Sample& sample);
+  // `new_peak`: the sample raised the run's peak, which the runs table then records too.
+  void add_sample(std::int64_t run, const protocol::Sample& sample, bool new_peak = true);
   void finish_run(std::int64_t run, const protocol::Bye& bye);
   // A run that ended without BYE: its last known peaks, from the shared-memory segment or the
   // last sample.
@@ -81,6 +82,8 @@ class Store {
  private:
   void exec(const char* sql);
   sqlite3* db_ = nullptr;
+  sqlite3_stmt* insert_sample_ = nullptr;  // prepared once: samples come by the thousand
+  sqlite3_stmt* raise_peak_ = nullptr;
   std::string path_;
   bool in_batch_ = false;
 };

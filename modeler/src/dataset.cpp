@@ -9,7 +9,8 @@ std::vector<Group> split_by_category(const Dataset& d) {
     auto [it, fresh] = index.try_emplace(row.labels, groups.size());
     if (fresh) {
       Group g;
-      for (std::size_t c = 0; c < d.categories.size(); ++c) g.labels[d.categories[c]] = row.labels[c];
+      for (std::size_t c = 0; c < d.categories.size(); ++c)
+        g.labels[d.categories[c]] = row.labels[c];
       g.data.params = d.params;
       g.data.target = d.target;
       groups.push_back(std::move(g));

@@ -45,8 +45,8 @@ class Evolution {
       std::sort(population.begin(), population.end(), by_fitness);
       std::vector<Individual> next(population.begin(), population.begin() + 2);  // elitism
       while (next.size() < population.size()) {
-        Expr child = chance(0.7) ? crossover(select(population), select(population))
-                                 : select(population);
+        Expr child =
+            chance(0.7) ? crossover(select(population), select(population)) : select(population);
         if (chance(0.4)) child = mutate(child);
         Individual ind{std::move(child)};
         ind.fitness = fitness(ind.tree);
@@ -62,7 +62,9 @@ class Evolution {
   static bool by_fitness(const Individual& a, const Individual& b) { return a.fitness < b.fitness; }
 
   bool chance(double p) { return std::uniform_real_distribution<>(0, 1)(rng_) < p; }
-  std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_); }
+  std::size_t pick(std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_);
+  }
 
   Node random_terminal() {
     if (chance(0.75)) return Node{Op::variable, 0, pick(data_.params.size())};
@@ -88,15 +90,16 @@ class Evolution {
 
   VectorXd column(const Expr& tree) const {
     VectorXd c(y_.size());
-    for (Index i = 0; i < y_.size(); ++i) c(i) = tree.evaluate(data_.rows[static_cast<std::size_t>(i)].x) / y_(i);
+    for (Index i = 0; i < y_.size(); ++i)
+      c(i) = tree.evaluate(data_.rows[static_cast<std::size_t>(i)].x) / y_(i);
     return c;
   }
 
   // Leave-one-out MAPE with g added to the base model, with a light pressure toward small trees.
-  double fitness(const Expr& tree) const {
+  double fitness(const Expr& tree) {
     const VectorXd c = column(tree);
     if (!c.allFinite()) return INFINITY;
-    const double s = state_.score(c);
+    const double s = state_.score(c, scratch_);
     return std::isfinite(s) ? s * (1 + 0.002 * static_cast<double>(tree.nodes.size())) : INFINITY;
   }
 
@@ -145,7 +148,8 @@ class Evolution {
         damped.diagonal() += lambda * (jtj.diagonal().array() + 1e-12).matrix();
         const VectorXd delta = damped.ldlt().solve(-grad);
         Expr trial = tree;
-        for (Index k = 0; k < p; ++k) trial.nodes[slots[static_cast<std::size_t>(k)]].value += delta(k);
+        for (Index k = 0; k < p; ++k)
+          trial.nodes[slots[static_cast<std::size_t>(k)]].value += delta(k);
         auto rt = residual(trial);
         if (rt && rt->squaredNorm() < cost) {
           tree = std::move(trial);
@@ -196,12 +200,24 @@ class Evolution {
     Expr m = e;
     Node& n = m.nodes[at];
     switch (n.op) {
-      case Op::constant: n.value *= std::exp(std::normal_distribution<>(0, 0.3)(rng_)); break;
-      case Op::variable: n.param = pick(data_.params.size()); break;
-      case Op::add: n.op = Op::mul; break;
-      case Op::mul: n.op = Op::add; break;
-      case Op::exp2: n.op = Op::square; break;
-      case Op::square: n.op = Op::exp2; break;
+      case Op::constant:
+        n.value *= std::exp(std::normal_distribution<>(0, 0.3)(rng_));
+        break;
+      case Op::variable:
+        n.param = pick(data_.params.size());
+        break;
+      case Op::add:
+        n.op = Op::mul;
+        break;
+      case Op::mul:
+        n.op = Op::add;
+        break;
+      case Op::exp2:
+        n.op = Op::square;
+        break;
+      case Op::square:
+        n.op = Op::exp2;
+        break;
     }
     return m;
   }
@@ -211,11 +227,13 @@ class Evolution {
   std::mt19937_64 rng_;
   VectorXd y_;
   PressState state_;
+  PressState::Scratch scratch_;
 };
 
 }  // namespace
 
-std::vector<Hypothesis> search_gp(const Dataset& d, const Hypothesis& base, const GpOptions& options) {
+std::vector<Hypothesis> search_gp(const Dataset& d, const Hypothesis& base,
+                                  const GpOptions& options) {
   if (d.params.empty() || d.rows.size() < 3) return {};
   const Expr best = Evolution(d, base, options).run();
   std::vector<Hypothesis> out;

@@ -34,8 +34,7 @@ std::optional<LinearFit> fit_relative(const Eigen::MatrixXd& design, const Eigen
     // (A^T A)^{-1} a_i is the least-squares solution for the i-th unit vector; the whole set at
     // once is the pseudo-inverse.
     const Eigen::MatrixXd pinv = qr.solve(Eigen::MatrixXd::Identity(n, n));
-    fit.loo_shifts = scale.cwiseInverse().asDiagonal() * pinv *
-                     fit.loo_residuals.asDiagonal();
+    fit.loo_shifts = scale.cwiseInverse().asDiagonal() * pinv * fit.loo_residuals.asDiagonal();
   }
   return fit;
 }

@@ -27,7 +27,8 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   if (d.rows.size() <= d.params.size())
     throw FitError(d.rows.empty() ? 0 : d.rows.back().line,
                    "only " + std::to_string(d.rows.size()) + " runs for " +
-                       std::to_string(d.params.size()) + " parameters: need more runs than parameters");
+                       std::to_string(d.params.size()) +
+                       " parameters: need more runs than parameters");
   std::vector<Hypothesis> ranked = search_terms(d, options.terms);
   if (ranked.empty()) throw FitError(0, "no model fits these runs");
   SubModel part;
@@ -35,7 +36,8 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   if (ranked.front().loo_mape() > options.gp_above) {
     auto gp = search_gp(d, ranked.front(), options.gp);
     const Function term_best = ranked.front().function;
-    ranked.insert(ranked.end(), std::make_move_iterator(gp.begin()), std::make_move_iterator(gp.end()));
+    ranked.insert(ranked.end(), std::make_move_iterator(gp.begin()),
+                  std::make_move_iterator(gp.end()));
     std::stable_sort(ranked.begin(), ranked.end(), [](const Hypothesis& a, const Hypothesis& b) {
       return a.loo_mape() < b.loo_mape();
     });
@@ -60,9 +62,11 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   // different terms; where they disagree off the data, the data could not tell them apart.
   const double credible = std::max(2 * part.loo_mape, part.loo_mape + 0.005);
   for (std::size_t i = 1; i < ranked.size() && part.runner_ups.size() < options.runner_ups; ++i) {
-    if (ranked[i].loo_mape() > credible || same_features(ranked[i].function, part.function)) continue;
+    if (ranked[i].loo_mape() > credible || same_features(ranked[i].function, part.function))
+      continue;
     bool duplicate = false;
-    for (const auto& r : part.runner_ups) duplicate = duplicate || same_features(r, ranked[i].function);
+    for (const auto& r : part.runner_ups)
+      duplicate = duplicate || same_features(r, ranked[i].function);
     if (!duplicate) part.runner_ups.push_back(ranked[i].function);
   }
   return part;
@@ -90,7 +94,8 @@ Model fit(const Dataset& d, const FitOptions& options) {
 
 const SubModel& Model::part_for(const Point& p) const {
   for (const auto& c : categories)
-    if (!p.labels.contains(c)) throw std::invalid_argument("missing categorical parameter '" + c + "'");
+    if (!p.labels.contains(c))
+      throw std::invalid_argument("missing categorical parameter '" + c + "'");
   for (const auto& [k, v] : p.labels)
     if (std::find(categories.begin(), categories.end(), k) == categories.end())
       throw std::invalid_argument("unknown categorical parameter '" + k + "'");
@@ -98,7 +103,8 @@ const SubModel& Model::part_for(const Point& p) const {
     if (part.labels == p.labels) return part;
   std::string have;
   for (const auto& part : parts) have += (have.empty() ? "" : "; ") + labels_text(part.labels);
-  throw std::invalid_argument("no model for " + labels_text(p.labels) + " (models exist for " + have + ")");
+  throw std::invalid_argument("no model for " + labels_text(p.labels) + " (models exist for " +
+                              have + ")");
 }
 
 Prediction Model::predict(const SubModel& part, std::span<const double> x) const {

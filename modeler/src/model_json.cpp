@@ -16,7 +16,8 @@ ojson function_json(const Function& f, const std::vector<std::string>& names) {
     if (const auto* c = std::get_if<CompoundTerm>(&f.features[k])) {
       ojson factors = ojson::array();
       for (const auto& s : c->factors)
-        factors.push_back({{"param", names[s.param]}, {"exponent", s.exponent},
+        factors.push_back({{"param", names[s.param]},
+                           {"exponent", s.exponent},
                            {"log_exponent", s.log_exponent}});
       t["factors"] = std::move(factors);
     } else {
@@ -49,7 +50,8 @@ Function function_from(const json& j, const std::vector<std::string>& names) {
     CompoundTerm c;
     for (const auto& s : t.at("factors"))
       c.factors.push_back(SimpleTerm{param_index(names, s.at("param").get<std::string>()),
-                                     s.at("exponent").get<double>(), s.at("log_exponent").get<int>()});
+                                     s.at("exponent").get<double>(),
+                                     s.at("log_exponent").get<int>()});
     f.features.emplace_back(std::move(c));
   }
   return f;
@@ -60,7 +62,8 @@ Function function_from(const json& j, const std::vector<std::string>& names) {
 std::string to_json(const Model& m, int indent) {
   ojson parts = ojson::array();
   for (const auto& p : m.parts) {
-    ojson j{{"labels", p.labels}, {"formula", p.function.to_string(m.params)}, {"search", p.search}};
+    ojson j{
+        {"labels", p.labels}, {"formula", p.function.to_string(m.params)}, {"search", p.search}};
     j.update(function_json(p.function, m.params));
     j["loo_mape"] = p.loo_mape;
     j["train_mape"] = p.train_mape;
@@ -87,8 +90,11 @@ std::string to_json(const Model& m, int indent) {
     j["runner_ups"] = std::move(runner_ups);
     parts.push_back(std::move(j));
   }
-  ojson out{{"schema", model_schema}, {"target", m.target}, {"params", m.params},
-            {"categories", m.categories}, {"models", std::move(parts)}};
+  ojson out{{"schema", model_schema},
+            {"target", m.target},
+            {"params", m.params},
+            {"categories", m.categories},
+            {"models", std::move(parts)}};
   return out.dump(indent);
 }
 
@@ -96,7 +102,8 @@ Model model_from_json(std::string_view text) {
   try {
     const json j = json::parse(text);
     if (j.value("schema", "") != model_schema)
-      throw ModelJsonError("not a memwatch model: schema is not \"" + std::string(model_schema) + "\"");
+      throw ModelJsonError("not a memwatch model: schema is not \"" + std::string(model_schema) +
+                           "\"");
     Model m;
     m.target = j.at("target").get<std::string>();
     m.params = j.at("params").get<std::vector<std::string>>();

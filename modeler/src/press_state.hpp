@@ -50,14 +50,31 @@ struct PressState {
     return s;
   }
 
+  // Buffers for score(), reused across the thousands of candidates a search scores, so that
+  // scoring allocates nothing.
+  struct Scratch {
+    Eigen::VectorXd v;
+    Eigen::VectorXd projection;
+  };
+
   // Leave-one-out MAPE with `column` added, without building the extended state.
-  [[nodiscard]] double score(const Eigen::VectorXd& column) const {
-    auto v = direction(column);
-    if (!v) return INFINITY;
-    const Eigen::VectorXd h = leverage + v->cwiseAbs2();
-    if ((h.array() > 1 - 1e-9).any()) return INFINITY;
-    const Eigen::VectorXd r = residual - *v * v->dot(residual);
-    return (r.array() / (1 - h.array())).abs().mean();
+  [[nodiscard]] double score(const Eigen::VectorXd& column, Scratch& s) const {
+    s.v = column;
+    for (int pass = 0; pass < 2; ++pass) {
+      s.projection.noalias() = basis.transpose() * s.v;
+      s.v.noalias() -= basis * s.projection;
+    }
+    const double norm = s.v.norm();
+    if (!(norm > 1e-7 * column.norm()) || !std::isfinite(norm)) return INFINITY;
+    s.v /= norm;
+    const double along = s.v.dot(residual);
+    double sum = 0;
+    for (Eigen::Index i = 0; i < s.v.size(); ++i) {
+      const double h = leverage(i) + s.v(i) * s.v(i);
+      if (h > 1 - 1e-9) return INFINITY;
+      sum += std::abs((residual(i) - s.v(i) * along) / (1 - h));
+    }
+    return sum / static_cast<double>(s.v.size());
   }
 
   // Whether every coefficient but the constant's (column 0) is >= 0. Gram-Schmidt in column

@@ -89,7 +89,8 @@ Dataset parse_csv(std::string_view text, const TableOptions& options) {
   std::vector<std::string> header;
   for (auto f : split_fields(lines.front().text)) {
     if (f.empty()) throw ParseError(header_line, "empty column name in header");
-    if (contains(header, f)) throw ParseError(header_line, "duplicate column '" + std::string(f) + "'");
+    if (contains(header, f))
+      throw ParseError(header_line, "duplicate column '" + std::string(f) + "'");
     header.emplace_back(f);
   }
   auto column = [&](const std::string& name) {
@@ -100,7 +101,8 @@ Dataset parse_csv(std::string_view text, const TableOptions& options) {
 
   Dataset d;
   d.target = options.target;
-  if (d.target.empty()) d.target = contains(header, "host_peak_bytes") ? "host_peak_bytes" : header.back();
+  if (d.target.empty())
+    d.target = contains(header, "host_peak_bytes") ? "host_peak_bytes" : header.back();
   const std::size_t target_col = column(d.target);
   std::vector<std::string> param_names = options.params;
   if (param_names.empty())
@@ -109,7 +111,8 @@ Dataset parse_csv(std::string_view text, const TableOptions& options) {
   if (param_names.empty()) throw ParseError(header_line, "no parameter columns besides the target");
   std::vector<std::size_t> param_cols;
   for (const auto& p : param_names) {
-    if (p == d.target) throw ParseError(header_line, "column '" + p + "' is both parameter and target");
+    if (p == d.target)
+      throw ParseError(header_line, "column '" + p + "' is both parameter and target");
     param_cols.push_back(column(p));
   }
   const bool has_exit = contains(header, "exit_status");
@@ -143,8 +146,10 @@ Dataset parse_csv(std::string_view text, const TableOptions& options) {
     std::optional<std::size_t> first_word;
     bool any_number = false;
     for (std::size_t r = 0; r < rows.size(); ++r) {
-      if (to_number(rows[r].second[param_cols[p]])) any_number = true;
-      else if (!first_word) first_word = r;
+      if (to_number(rows[r].second[param_cols[p]]))
+        any_number = true;
+      else if (!first_word)
+        first_word = r;
     }
     if (first_word && any_number) {
       const auto& [line, fields] = rows[*first_word];
@@ -162,13 +167,15 @@ Dataset parse_csv(std::string_view text, const TableOptions& options) {
     row.line = line;
     for (std::size_t p = 0; p < param_cols.size(); ++p) {
       const std::string_view v = fields[param_cols[p]];
-      if (categorical[p]) row.labels.emplace_back(v);
-      else row.x.push_back(*to_number(v));
+      if (categorical[p])
+        row.labels.emplace_back(v);
+      else
+        row.x.push_back(*to_number(v));
     }
     auto y = to_number(fields[target_col]);
     if (!y)
-      throw ParseError(line, "non-number '" + std::string(fields[target_col]) + "' in target column '" +
-                                 d.target + "'");
+      throw ParseError(line, "non-number '" + std::string(fields[target_col]) +
+                                 "' in target column '" + d.target + "'");
     check_target(*y, line, d.target);
     row.y = *y;
     d.rows.push_back(std::move(row));
@@ -212,7 +219,8 @@ Dataset parse_jsonl(std::string_view text, const TableOptions& options) {
     Dataset::Row row;
     row.line = number;
     for (std::size_t k = 0; k < keys.size(); ++k) {
-      if (!params.contains(keys[k])) throw ParseError(number, "missing parameter '" + keys[k] + "'");
+      if (!params.contains(keys[k]))
+        throw ParseError(number, "missing parameter '" + keys[k] + "'");
       const json& v = params[keys[k]];
       if (categorical[k]) {
         if (!v.is_string())
@@ -255,7 +263,8 @@ std::vector<Point> parse_points(std::string_view text, const std::vector<std::st
         throw ParseError(number, "expected an object with a \"params\" object");
       Point p;
       for (const auto& name : params) {
-        if (!j["params"].contains(name)) throw ParseError(number, "missing parameter '" + name + "'");
+        if (!j["params"].contains(name))
+          throw ParseError(number, "missing parameter '" + name + "'");
         const json& v = j["params"][name];
         if (!v.is_number())
           throw ParseError(number, "non-number " + v.dump() + " for parameter '" + name + "'");

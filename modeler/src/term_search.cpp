@@ -1,11 +1,11 @@
 #include "memwatch/model/term_search.hpp"
 
-#include "press_state.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
+
+#include "press_state.hpp"
 
 namespace memwatch::model {
 
@@ -128,9 +128,11 @@ Scored improve_by_swaps(Scored start, const PressState& base, const Dictionary& 
       rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(j));
       const PressState without = state_of(base, dict, rest);
       std::vector<std::pair<double, std::size_t>> better;
+      PressState::Scratch scratch;
       for (std::size_t t = 0; t < dict.terms.size(); ++t) {
         if (std::find(start.terms.begin(), start.terms.end(), t) != start.terms.end()) continue;
-        if (double s = without.score(dict.columns[t]); s < start.score) better.emplace_back(s, t);
+        if (double s = without.score(dict.columns[t], scratch); s < start.score)
+          better.emplace_back(s, t);
       }
       std::sort(better.begin(), better.end());
       for (const auto& [score, t] : better) {
@@ -184,9 +186,11 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
   PressState state = base;
   for (std::size_t step = 0; step < o.max_terms; ++step) {
     std::vector<std::pair<double, std::size_t>> scores;
+    PressState::Scratch scratch;
     for (std::size_t t = 0; t < dict.terms.size(); ++t)
       if (std::find(selected.begin(), selected.end(), t) == selected.end())
-        if (double s = state.score(dict.columns[t]); std::isfinite(s)) scores.emplace_back(s, t);
+        if (double s = state.score(dict.columns[t], scratch); std::isfinite(s))
+          scores.emplace_back(s, t);
     if (scores.empty()) break;
     const std::size_t keep = std::min(o.keep_per_step, scores.size());
     std::partial_sort(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(keep),
@@ -228,19 +232,22 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
     if (!sc.terms.empty()) scored.push_back(improve_by_swaps(sc, base, dict, o.nonnegative));
   const std::size_t refit = std::min(o.refit_limit, scored.size());
   std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(refit),
-                    scored.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
+                    scored.end(),
+                    [](const Scored& a, const Scored& b) { return a.score < b.score; });
 
   std::vector<Hypothesis> ranked;
   for (std::size_t i = 0; i < refit; ++i) {
     std::vector<Feature> features;
     for (auto t : scored[i].terms) features.emplace_back(dict.terms[t]);
-    if (auto h = fit_hypothesis(d, std::move(features), o.nonnegative)) ranked.push_back(std::move(*h));
+    if (auto h = fit_hypothesis(d, std::move(features), o.nonnegative))
+      ranked.push_back(std::move(*h));
   }
   if (auto h = fit_hypothesis(d, {}, o.nonnegative)) ranked.push_back(std::move(*h));
   std::sort(ranked.begin(), ranked.end(),
             [](const Hypothesis& a, const Hypothesis& b) { return a.loo_mape() < b.loo_mape(); });
   prefer_simple(ranked, o.simplicity_relative, o.simplicity_absolute);
-  if (!ranked.empty()) ranked.front() = drop_negligible(d, std::move(ranked.front()), o.nonnegative, o.negligible);
+  if (!ranked.empty())
+    ranked.front() = drop_negligible(d, std::move(ranked.front()), o.nonnegative, o.negligible);
   return ranked;
 }
 

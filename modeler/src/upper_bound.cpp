@@ -55,7 +55,8 @@ double upper_bound(const Bound& b, const Function& f, std::span<const double> x)
   const auto m = static_cast<Eigen::Index>(f.features.size()) + 1;
   Eigen::VectorXd phi(m);
   phi(0) = 1;
-  for (Eigen::Index k = 1; k < m; ++k) phi(k) = evaluate(f.features[static_cast<std::size_t>(k - 1)], x);
+  for (Eigen::Index k = 1; k < m; ++k)
+    phi(k) = evaluate(f.features[static_cast<std::size_t>(k - 1)], x);
   const double full = f.evaluate(x);
   std::vector<double> values(b.loo_ratios.size());
   for (std::size_t i = 0; i < values.size(); ++i) {

@@ -249,6 +249,72 @@ TEST(Daemon, BadCommandLinesAreRefusedWithAClearMessage) {
   EXPECT_EQ(test::read_file(notes), "not a database");
 }
 
+// Runs of a workload whose peak is its parameter, so the model is known in advance.
+void sweep_alloc_mib(Daemon& daemon, std::initializer_list<int> sizes) {
+  for (int mib : sizes) {
+    const auto r = test::run({kPatterns, "alloc_mib", std::to_string(mib)},
+                             shim_env(daemon, "grows", "mib=" + std::to_string(mib)));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::size_t n = sizes.size();
+  daemon.wait_runs("grows", [n](const json& r) { return all_finished(r, n); });
+}
+
+json wait_model(Daemon& daemon, const std::string& workload) {
+  json reply;
+  for (int i = 0; i < 300; ++i) {
+    reply = daemon.ask({{"op", "predict"}, {"workload", workload}, {"params", {{"mib", 1}}}});
+    if (reply["ok"] == true && reply["runs"].get<int>() >= 8) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  return reply;
+}
+
+TEST(Daemon, ModelsAreRefittedAsRunsArriveAndPredictAndMaxAnswer) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  sweep_alloc_mib(daemon, {1, 2, 3, 4, 6, 8, 12, 16});
+  ASSERT_EQ(wait_model(daemon, "grows")["ok"], true);
+  const json p = daemon.ask({{"op", "predict"}, {"workload", "grows"}, {"params", {{"mib", 24}}}});
+  ASSERT_EQ(p["ok"], true) << p.dump();
+  // The workload holds mib MiB (plus a fixed baseline): the prediction must know it.
+  const double predicted_mib = p["peak_bytes"].get<double>() / (1 << 20);
+  EXPECT_GT(predicted_mib, 24);
+  EXPECT_LT(predicted_mib, 25);
+  EXPECT_GE(p["upper_bytes"].get<double>(), p["peak_bytes"].get<double>());
+  EXPECT_NE(p["formula"].get<std::string>().find("mib"), std::string::npos);
+  const json m = daemon.ask({{"op", "max"}, {"workload", "grows"}, {"vary", "mib"},
+                             {"capacity_bytes", 40 << 20}});
+  ASSERT_EQ(m["ok"], true) << m.dump();
+  EXPECT_GE(m["value"].get<double>(), 37);
+  EXPECT_LE(m["value"].get<double>(), 39);
+  EXPECT_LE(m["upper_bytes"].get<double>(), 40 << 20);
+  const json model = daemon.ask({{"op", "model"}, {"workload", "grows"},
+                                 {"target", "host_peak_bytes"}});
+  EXPECT_EQ(model["model"]["schema"], "memwatch.model/1");
+}
+
+TEST(Daemon, AnOversizedRunIsWarnedBeforeItAllocatesAndAbortStopsIt) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  sweep_alloc_mib(daemon, {1, 2, 3, 4, 6, 8, 12, 16});
+  ASSERT_EQ(wait_model(daemon, "grows")["ok"], true);
+  auto env = shim_env(daemon, "grows", "mib=64");
+  env["MEMWATCH_CAPACITY"] = "host=32MiB";
+  const auto warned = test::run({kPatterns, "alloc_mib", "64"}, env);
+  EXPECT_EQ(warned.exit_code, 0);
+  EXPECT_NE(warned.err.find("memwatch: warning: predicted peak"), std::string::npos) << warned.err;
+  EXPECT_NE(warned.err.find("the largest mib that fits is"), std::string::npos) << warned.err;
+  env["MEMWATCH_ON_OOM"] = "abort";
+  const auto stopped = test::run({kPatterns, "alloc_mib", "64"}, env);
+  EXPECT_EQ(stopped.exit_code, 75) << stopped.err;
+  EXPECT_EQ(stopped.out, "");  // stopped before main: it never allocated, never printed
+  env["MEMWATCH_PARAMS"] = "mib=8";
+  const auto fits = test::run({kPatterns, "alloc_mib", "8"}, env);
+  EXPECT_EQ(fits.exit_code, 0);
+  EXPECT_EQ(fits.err.find("warning"), std::string::npos) << fits.err;
+}
+
 TEST(Cli, RunStatusRunsAndWorkloadsAgainstARealDaemon) {
   test::TempDir dir;
   Daemon daemon(dir.path());

@@ -14,7 +14,8 @@ class QueryTest : public ::testing::Test {
  protected:
   memwatch::test::TempDir dir_;
   Store store_{dir_.file("m.db")};
-  QueryTable table_{{&store_, [] { return json{{"runs", 0}}; }}};
+  ModelCache models_{store_};
+  QueryTable table_{{&store_, &models_, [] { return json{{"runs", 0}}; }}};
   json ask(const std::string& request) { return json::parse(table_.answer(request)); }
 };
 

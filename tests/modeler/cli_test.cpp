@@ -52,7 +52,8 @@ class Cli : public ::testing::Test {
   // A sweep file from the U-net-shaped truth, with the measurement columns a sweep writes.
   std::string sweep_file() {
     const auto d = memwatch::model::testing::unet_grid(0.002, 6);
-    std::string text = "batch,dim,filters,levels,host_peak_bytes,rss_hwm_bytes,elapsed_s,exit_status\n";
+    std::string text =
+        "batch,dim,filters,levels,host_peak_bytes,rss_hwm_bytes,elapsed_s,exit_status\n";
     for (const auto& r : d.rows) {
       char line[256];
       std::snprintf(line, sizeof line, "%g,%g,%g,%g,%.0f,%.0f,1.5,0\n", r.x[0], r.x[1], r.x[2],
@@ -90,9 +91,11 @@ TEST_F(Cli, FitJsonFeedsPredict) {
   const auto predictions = nlohmann::json::parse(many.out);
   ASSERT_TRUE(predictions.is_array());
   EXPECT_EQ(predictions.size(), memwatch::model::testing::unet_grid(0, 1).rows.size() + 1);
-  for (const auto& p : predictions) EXPECT_GE(p["upper"].get<double>(), p["prediction"].get<double>());
+  for (const auto& p : predictions)
+    EXPECT_GE(p["upper"].get<double>(), p["prediction"].get<double>());
 
-  const Result one = run("predict --model " + model_path + " batch=8 dim=96 filters=16 levels=4 --json");
+  const Result one =
+      run("predict --model " + model_path + " batch=8 dim=96 filters=16 levels=4 --json");
   ASSERT_EQ(one.status, 0) << one.err;
   const auto point = nlohmann::json::parse(one.out);
   const double truth = memwatch::model::testing::unet_truth({8, 96, 16, 4});
@@ -123,12 +126,14 @@ struct BadFile {
 
 TEST_F(Cli, MalformedFilesExitNonZeroNamingFileLineAndProblem) {
   const BadFile cases[] = {
-      {"nonnumber.csv", "batch,dim,peak\n1,32,10\n2,3z,20\n4,64,30\n5,64,35\n", "line 3", "non-number '3z'"},
+      {"nonnumber.csv", "batch,dim,peak\n1,32,10\n2,3z,20\n4,64,30\n5,64,35\n", "line 3",
+       "non-number '3z'"},
       {"missing.csv", "batch,dim,peak\n1,32,10\n2,32,20\n4,64,30\n", "line 1", "no column 'host'"},
       {"ragged.csv", "batch,dim,peak\n1,32,10\n2,32,20\n4,64\n", "line 4", "ragged row"},
       {"few.csv", "batch,dim,filters,peak\n1,32,8,10\n2,32,8,20\n4,64,8,30\n", "line 4",
        "3 usable runs for 3 parameters"},
-      {"bad.jsonl", "{\"params\":{\"batch\":1},\"value\":10}\n{\"params\":{\"batch\":2},\"value\":null}\n",
+      {"bad.jsonl",
+       "{\"params\":{\"batch\":1},\"value\":10}\n{\"params\":{\"batch\":2},\"value\":null}\n",
        "line 2", "non-number null"},
   };
   for (const auto& c : cases) {

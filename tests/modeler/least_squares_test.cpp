@@ -1,9 +1,9 @@
 // The closed forms must agree with what they replace: refitting with each run left out.
+#include "memwatch/model/least_squares.hpp"
+
 #include <gtest/gtest.h>
 
 #include <random>
-
-#include "memwatch/model/least_squares.hpp"
 
 namespace memwatch::model {
 namespace {

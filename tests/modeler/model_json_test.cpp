@@ -1,7 +1,8 @@
 // A model written as JSON and read back predicts exactly as the original.
+#include "memwatch/model/model_json.hpp"
+
 #include <gtest/gtest.h>
 
-#include "memwatch/model/model_json.hpp"
 #include "synthetic.hpp"
 
 namespace memwatch::model {
@@ -23,9 +24,10 @@ TEST(ModelJson, RoundTripKeepsEveryPrediction) {
   ASSERT_EQ(back.parts.size(), 1u);
   EXPECT_EQ(back.parts[0].runner_ups.size(), m.parts[0].runner_ups.size());
   EXPECT_EQ(back.parts[0].bound.describe(), m.parts[0].bound.describe());
-  expect_same_predictions(m, back,
-                          {Point{{{"batch", 2}, {"dim", 64}, {"filters", 16}, {"levels", 4}}, {}},
-                           Point{{{"batch", 64}, {"dim", 300}, {"filters", 32}, {"levels", 6}}, {}}});
+  expect_same_predictions(
+      m, back,
+      {Point{{{"batch", 2}, {"dim", 64}, {"filters", 16}, {"levels", 4}}, {}},
+       Point{{{"batch", 64}, {"dim", 300}, {"filters", 32}, {"levels", 6}}, {}}});
   EXPECT_EQ(to_json(back), to_json(m));
 }
 

@@ -7,7 +7,8 @@ namespace memwatch::model {
 namespace {
 
 const char* sweep_csv =
-    "batch,dim,host_peak_bytes,heap_peak_bytes,device_peak_bytes,rss_hwm_bytes,elapsed_s,exit_status\n"
+    "batch,dim,host_peak_bytes,heap_peak_bytes,device_peak_bytes,rss_hwm_bytes,elapsed_s,exit_"
+    "status\n"
     "1,32,1000,900,0,1100,0.5,0\n"
     "2,32,2000,1900,0,2100,0.6,0\n"
     "4,32,4000,3900,0,4100,0.7,137\n"
@@ -64,9 +65,14 @@ TEST(ParseCsv, ColumnOfWordsIsCategorical) {
 }
 
 TEST(ParseCsv, NonNumberNamesLineAndColumn) {
-  EXPECT_EQ(error_line([] { (void)parse_csv("batch,peak\n1,10\n2x,20\n3,30\n"); }, "'2x' in column 'batch'"), 3u);
-  EXPECT_EQ(error_line([] { (void)parse_csv("batch,peak\n1,10\n2,lots\n3,30\n"); }, "non-number 'lots'"), 3u);
-  EXPECT_EQ(error_line([] { (void)parse_csv("batch,peak\n1,10\n,20\n3,30\n"); }, "empty value"), 3u);
+  EXPECT_EQ(error_line([] { (void)parse_csv("batch,peak\n1,10\n2x,20\n3,30\n"); },
+                       "'2x' in column 'batch'"),
+            3u);
+  EXPECT_EQ(
+      error_line([] { (void)parse_csv("batch,peak\n1,10\n2,lots\n3,30\n"); }, "non-number 'lots'"),
+      3u);
+  EXPECT_EQ(error_line([] { (void)parse_csv("batch,peak\n1,10\n,20\n3,30\n"); }, "empty value"),
+            3u);
 }
 
 TEST(ParseCsv, MissingColumnNamesTheHeaderLine) {
@@ -79,15 +85,20 @@ TEST(ParseCsv, MissingColumnNamesTheHeaderLine) {
 }
 
 TEST(ParseCsv, RaggedRowNamesItsLine) {
-  EXPECT_EQ(error_line([] { (void)parse_csv("batch,dim,peak\n1,2,10\n2,20\n3,4,30\n"); }, "ragged row: 2 fields"), 3u);
+  EXPECT_EQ(error_line([] { (void)parse_csv("batch,dim,peak\n1,2,10\n2,20\n3,4,30\n"); },
+                       "ragged row: 2 fields"),
+            3u);
 }
 
 TEST(ParseCsv, FewerRunsThanParametersIsAnError) {
-  EXPECT_EQ(error_line([] { (void)parse_csv("a,b,c,peak\n1,2,3,10\n2,3,4,20\n"); }, "2 usable runs for 3 parameters"), 3u);
+  EXPECT_EQ(error_line([] { (void)parse_csv("a,b,c,peak\n1,2,3,10\n2,3,4,20\n"); },
+                       "2 usable runs for 3 parameters"),
+            3u);
 }
 
 TEST(ParseCsv, TargetMustBePositive) {
-  EXPECT_EQ(error_line([] { (void)parse_csv("batch,peak\n1,10\n2,0\n3,30\n"); }, "must be positive"), 3u);
+  EXPECT_EQ(
+      error_line([] { (void)parse_csv("batch,peak\n1,10\n2,0\n3,30\n"); }, "must be positive"), 3u);
 }
 
 TEST(ParseCsv, EmptyInputIsAnError) {
@@ -96,7 +107,8 @@ TEST(ParseCsv, EmptyInputIsAnError) {
 
 TEST(ParseJsonl, ReadsExtraPLines) {
   const Dataset d = parse_jsonl(
-      "{\"params\":{\"batch\":1,\"dim\":32,\"precision\":\"fp32\"},\"value\":10,\"metric\":\"peak\"}\n"
+      "{\"params\":{\"batch\":1,\"dim\":32,\"precision\":\"fp32\"},\"value\":10,\"metric\":"
+      "\"peak\"}\n"
       "{\"params\":{\"batch\":2,\"dim\":32,\"precision\":\"bf16\"},\"value\":20}\n"
       "{\"params\":{\"dim\":64,\"batch\":4,\"precision\":\"fp32\"},\"value\":40}\n");
   EXPECT_EQ(d.params, (std::vector<std::string>{"batch", "dim"}));
@@ -104,27 +116,65 @@ TEST(ParseJsonl, ReadsExtraPLines) {
   ASSERT_EQ(d.rows.size(), 3u);
   EXPECT_EQ(d.rows[2].x, (std::vector<double>{4, 64}));
   EXPECT_EQ(d.rows[2].y, 40);
-  EXPECT_EQ(parse_table("\n  {\"params\":{\"a\":1},\"value\":1}\n{\"params\":{\"a\":2},\"value\":2}\n").rows.size(), 2u);
+  EXPECT_EQ(
+      parse_table("\n  {\"params\":{\"a\":1},\"value\":1}\n{\"params\":{\"a\":2},\"value\":2}\n")
+          .rows.size(),
+      2u);
 }
 
 TEST(ParseJsonl, ErrorsNameTheirLine) {
   const std::string good = "{\"params\":{\"batch\":1,\"dim\":2},\"value\":10}\n";
-  EXPECT_EQ(error_line([&] { (void)parse_jsonl(good + "{\"params\":{\"batch\":2},\"value\":20}\n"); }, "missing parameter 'dim'"), 2u);
-  EXPECT_EQ(error_line([&] { (void)parse_jsonl(good + "{\"params\":{\"batch\":\"x\",\"dim\":3},\"value\":20}\n"); }, "non-number \"x\""), 2u);
-  EXPECT_EQ(error_line([&] { (void)parse_jsonl(good + "{\"params\":{\"batch\":2,\"dim\":3},\"value\":\"big\"}\n"); }, "non-number \"big\""), 2u);
-  EXPECT_EQ(error_line([&] { (void)parse_jsonl(good + "{\"params\":{\"batch\":2,\"dim\":3,\"x\":1},\"value\":20}\n"); }, "unexpected parameter 'x'"), 2u);
-  EXPECT_EQ(error_line([&] { (void)parse_jsonl(good + "{\"params\":{\"batch\":2,\n"); }, "invalid JSON"), 2u);
+  EXPECT_EQ(
+      error_line([&] { (void)parse_jsonl(good + "{\"params\":{\"batch\":2},\"value\":20}\n"); },
+                 "missing parameter 'dim'"),
+      2u);
+  EXPECT_EQ(
+      error_line(
+          [&] {
+            (void)parse_jsonl(good + "{\"params\":{\"batch\":\"x\",\"dim\":3},\"value\":20}\n");
+          },
+          "non-number \"x\""),
+      2u);
+  EXPECT_EQ(
+      error_line(
+          [&] {
+            (void)parse_jsonl(good + "{\"params\":{\"batch\":2,\"dim\":3},\"value\":\"big\"}\n");
+          },
+          "non-number \"big\""),
+      2u);
+  EXPECT_EQ(
+      error_line(
+          [&] {
+            (void)parse_jsonl(good + "{\"params\":{\"batch\":2,\"dim\":3,\"x\":1},\"value\":20}\n");
+          },
+          "unexpected parameter 'x'"),
+      2u);
+  EXPECT_EQ(
+      error_line([&] { (void)parse_jsonl(good + "{\"params\":{\"batch\":2,\n"); }, "invalid JSON"),
+      2u);
   EXPECT_EQ(error_line([&] { (void)parse_jsonl(good + "{\"value\":20}\n"); }, "\"params\""), 2u);
-  EXPECT_EQ(error_line([&] { (void)parse_jsonl(good + good); }, "2 usable runs for 2 parameters"), 2u);
+  EXPECT_EQ(error_line([&] { (void)parse_jsonl(good + good); }, "2 usable runs for 2 parameters"),
+            2u);
 }
 
 TEST(ParsePoints, CsvIgnoresExtraColumnsAndChecksTheRest) {
   const auto points = parse_points(sweep_csv, {"batch", "dim"}, {});
   ASSERT_EQ(points.size(), 4u);
   EXPECT_EQ(points[3].values.at("dim"), 64);
-  EXPECT_EQ(error_line([] { (void)parse_points("batch\n1\n", {"batch", "dim"}, {}); }, "no column 'dim'"), 1u);
-  EXPECT_EQ(error_line([] { (void)parse_points("batch,dim\n1,2\n1,two\n", {"batch", "dim"}, {}); }, "non-number 'two'"), 3u);
-  const auto jsonl = parse_points("{\"params\":{\"batch\":8,\"precision\":\"bf16\"}}\n", {"batch"}, {"precision"});
+  EXPECT_EQ(error_line(
+                [] {
+                  (void)parse_points("batch\n1\n", {"batch", "dim"}, {});
+                },
+                "no column 'dim'"),
+            1u);
+  EXPECT_EQ(error_line(
+                [] {
+                  (void)parse_points("batch,dim\n1,2\n1,two\n", {"batch", "dim"}, {});
+                },
+                "non-number 'two'"),
+            3u);
+  const auto jsonl =
+      parse_points("{\"params\":{\"batch\":8,\"precision\":\"bf16\"}}\n", {"batch"}, {"precision"});
   ASSERT_EQ(jsonl.size(), 1u);
   EXPECT_EQ(jsonl[0].labels.at("precision"), "bf16");
 }

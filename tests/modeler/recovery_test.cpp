@@ -15,11 +15,14 @@ using testing::random_split;
 using testing::unet_grid;
 using testing::unet_truth;
 
-CompoundTerm term(std::vector<SimpleTerm> factors) { return CompoundTerm{std::move(factors)}; }
+CompoundTerm term(std::vector<SimpleTerm> factors) {
+  return CompoundTerm{std::move(factors)};
+}
 
 double mape(const Model& m, const Dataset& test) {
   double sum = 0;
-  for (const auto& r : test.rows) sum += std::abs(m.predict(m.parts.front(), r.x).value - r.y) / r.y;
+  for (const auto& r : test.rows)
+    sum += std::abs(m.predict(m.parts.front(), r.x).value - r.y) / r.y;
   return sum / static_cast<double>(test.rows.size());
 }
 
@@ -76,8 +79,10 @@ TEST(Recovery, ExtrapolatesToLargerVolumes) {
                              return a.x[1] < b.x[1];
                            })->x[1];
     for (const auto& r : all.rows) {
-      if (r.x[1] == largest) test.rows.push_back(r);
-      else if (r.x[1] <= largest / 1.5) train.rows.push_back(r);
+      if (r.x[1] == largest)
+        test.rows.push_back(r);
+      else if (r.x[1] <= largest / 1.5)
+        train.rows.push_back(r);
     }
     ASSERT_FALSE(test.rows.empty());
     const Model m = fit(train);
@@ -102,10 +107,10 @@ TEST(Recovery, GeneticSearchFindsAnExponentialInLevels) {
   auto truth = [](const std::vector<double>& x) {
     return 2e7 + 500 * x[1] * x[1] * std::pow(4, x[2]) + 40 * x[0] * x[1] * 64 * 64 * 64;
   };
-  const auto [train, test] = random_split(
-      grid({"batch", "filters", "levels"}, {{1, 2, 4, 8, 16}, {8, 16, 24, 32}, {2, 3, 4, 5, 6}},
-           truth, 0.002, 5),
-      0.7, 2);
+  const auto [train, test] =
+      random_split(grid({"batch", "filters", "levels"},
+                        {{1, 2, 4, 8, 16}, {8, 16, 24, 32}, {2, 3, 4, 5, 6}}, truth, 0.002, 5),
+                   0.7, 2);
   FitOptions terms_only;
   terms_only.gp_above = INFINITY;
   const Model without = fit(train, terms_only);
@@ -114,6 +119,18 @@ TEST(Recovery, GeneticSearchFindsAnExponentialInLevels) {
   EXPECT_LT(with.parts.front().loo_mape, without.parts.front().loo_mape);
   EXPECT_LT(mape(with, test), 0.01) << with.describe();
   EXPECT_LT(mape(with, test), mape(without, test));
+}
+
+TEST(Recovery, ParameterThatNeverVariesStaysOutOfTheFormula) {
+  // A sweep that kept levels at 4: every term with levels in it copies one without.
+  auto truth = [](const std::vector<double>& x) { return 1e7 + 50 * x[0] * x[1] * x[1] * x[1]; };
+  const Dataset d =
+      grid({"batch", "dim", "levels"}, {{1, 2, 4, 8}, {32, 64, 96, 128}, {4}}, truth, 0.001, 3);
+  const Model m = fit(d);
+  const Function& f = m.parts.front().function;
+  ASSERT_EQ(f.features.size(), 1u) << f.to_string(d.params);
+  EXPECT_TRUE(coefficient(f, term({{0, 1, 0}, {1, 3, 0}}))) << f.to_string(d.params);
+  EXPECT_TRUE(m.predict(m.parts.front(), std::vector<double>{2, 64, 5}).extrapolating);
 }
 
 TEST(Recovery, CategoricalLabelsSplitIntoSeparateModels) {

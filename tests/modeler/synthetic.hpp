@@ -58,7 +58,8 @@ inline std::pair<Dataset, Dataset> random_split(const Dataset& d, double train_f
   train.rows.clear();
   test.rows.clear();
   const auto cut = static_cast<std::size_t>(train_fraction * static_cast<double>(order.size()));
-  for (std::size_t i = 0; i < order.size(); ++i) (i < cut ? train : test).rows.push_back(d.rows[order[i]]);
+  for (std::size_t i = 0; i < order.size(); ++i)
+    (i < cut ? train : test).rows.push_back(d.rows[order[i]]);
   return {train, test};
 }
 

@@ -1,11 +1,12 @@
 // The value types: terms, expressions, functions.
+#include "memwatch/model/term.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "memwatch/model/expr.hpp"
 #include "memwatch/model/function.hpp"
-#include "memwatch/model/term.hpp"
 #include "memwatch/model/term_search.hpp"
 
 namespace memwatch::model {

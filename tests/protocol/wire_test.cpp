@@ -57,6 +57,9 @@ TEST(Wire, TrailingBytesOtherVersionsAndUnknownTypesAreRefused) {
   other[1] = static_cast<char>(kVersion + 1);
   EXPECT_FALSE(decode(other).has_value());
   other = frame;
+  other[3] = 'M';  // the reserved byte is zero (found by the fuzzer)
+  EXPECT_FALSE(decode(other).has_value());
+  other = frame;
   other[2] = 99;
   EXPECT_FALSE(decode(other).has_value());
   EXPECT_FALSE(decode("GET / HTTP/1.1\r\n").has_value());

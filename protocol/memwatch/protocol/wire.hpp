@@ -2,7 +2,7 @@
 // (ROUTER): one frame per message, little-endian, versioned, every length bounded so that a
 // decoder facing garbage returns nothing instead of reading past the frame.
 //
-//   frame   := magic 'M' (u8), version (u8), type (u8), reserved (u8), body
+//   frame   := magic 'M' (u8), version (u8), type (u8), reserved (u8, zero), body
 //   string  := length (u16, <= kMaxString) bytes
 //   params  := count (u16, <= kMaxParams) { name: string, value: f64 (finite) }
 //   list    := count (u16, <= kMaxDevices) { i64 }
@@ -261,7 +261,7 @@ inline std::string encode(const Message& m) {
 inline std::optional<Message> decode(std::string_view frame) {
   using namespace wire_detail;
   if (frame.size() < 4 || static_cast<std::uint8_t>(frame[0]) != kMagic ||
-      static_cast<std::uint8_t>(frame[1]) != kVersion)
+      static_cast<std::uint8_t>(frame[1]) != kVersion || frame[3] != '\0')
     return std::nullopt;
   const auto type = static_cast<MessageType>(frame[2]);
   Reader r(frame.substr(4));

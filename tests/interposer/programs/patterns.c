@@ -271,6 +271,10 @@ int main(int argc, char** argv) {
     pthread_create(&t, NULL, exit_later, NULL);
     pthread_join(t, NULL);
     return 0;
+  } else if (strcmp(mode, "alloc_mib") == 0 && argc > 2) {
+    /* A workload whose peak is its parameter: N MiB held at once. */
+    void* p = take(malloc((size_t)atol(argv[2]) * MiB));
+    give(p);
   } else if (strcmp(mode, "underscore_exit") == 0) {
     take(malloc(2 * MiB));
     _exit(5);

@@ -10,17 +10,17 @@ namespace memwatch::model {
 
 struct Dataset {
   struct Row {
-    std::vector<double> x;          // one per numeric parameter
+    std::vector<double> x;            // one per numeric parameter
     std::vector<std::string> labels;  // one per categorical parameter
     double y = 0;
-    std::size_t line = 0;            // source line, for messages; 0 when built in memory
+    std::size_t line = 0;  // source line, for messages; 0 when built in memory
   };
 
   std::vector<std::string> params;      // numeric parameter names
   std::vector<std::string> categories;  // categorical parameter names
   std::string target = "value";
   std::vector<Row> rows;
-  std::vector<std::string> notes;       // what the parser skipped, and why
+  std::vector<std::string> notes;  // what the parser skipped, and why
 
   void add(std::vector<double> x, double y, std::vector<std::string> labels = {}) {
     rows.push_back(Row{std::move(x), std::move(labels), y, 0});

@@ -15,8 +15,8 @@ enum class Op : std::uint8_t { constant, variable, add, mul, exp2, square };
 
 struct Node {
   Op op = Op::constant;
-  double value = 0;        // Op::constant
-  std::size_t param = 0;   // Op::variable
+  double value = 0;       // Op::constant
+  std::size_t param = 0;  // Op::variable
 
   bool operator==(const Node&) const = default;
 };

@@ -20,7 +20,7 @@ struct GpOptions {
   std::size_t tournament = 4;
   std::size_t tuned_per_generation = 8;  // the best few get Levenberg-Marquardt each generation
   std::size_t lm_iterations = 10;
-  std::uint64_t seed = 0x6d656d77;       // fixed: the same data gives the same model
+  std::uint64_t seed = 0x6d656d77;  // fixed: the same data gives the same model
   bool nonnegative = true;
 };
 

@@ -11,9 +11,9 @@
 namespace memwatch::model {
 
 struct SimpleTerm {
-  std::size_t param = 0;      // index into the parameter names
-  double exponent = 1;        // x^exponent
-  int log_exponent = 0;       // * log2(x)^log_exponent
+  std::size_t param = 0;  // index into the parameter names
+  double exponent = 1;    // x^exponent
+  int log_exponent = 0;   // * log2(x)^log_exponent
 
   [[nodiscard]] double evaluate(std::span<const double> x) const;
   auto operator<=>(const SimpleTerm&) const = default;

@@ -17,11 +17,11 @@ struct TermSearchOptions {
   std::vector<double> exponents{0, 0.5, 1, 1.5, 2, 3};
   // Powers of log2(x) a factor may carry besides x^i; {0} disables log factors.
   std::vector<int> log_exponents{0};
-  std::size_t max_terms = 4;     // K
-  std::size_t max_factors = 3;   // parameters per term
-  std::size_t keep_per_step = 6; // candidates per forward step that join the exhaustive pool
+  std::size_t max_terms = 4;      // K
+  std::size_t max_factors = 3;    // parameters per term
+  std::size_t keep_per_step = 6;  // candidates per forward step that join the exhaustive pool
   std::size_t pool_limit = 26;
-  std::size_t refit_limit = 256; // pool subsets fitted properly (sign checks, exact costs)
+  std::size_t refit_limit = 256;  // pool subsets fitted properly (sign checks, exact costs)
   bool nonnegative = true;
   // A simpler model wins when its leave-one-out MAPE is within
   // max(relative * best, absolute) of the best.

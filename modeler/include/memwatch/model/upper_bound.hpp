@@ -18,11 +18,11 @@ struct Bound {
   // "jackknife+" when there are enough runs for `level`; otherwise "jackknife+ max", the
   // largest leave-one-out value, whose nominal level is n / (n + 1).
   std::string method;
-  double level = 0.95;         // nominal one-sided coverage actually delivered
+  double level = 0.95;  // nominal one-sided coverage actually delivered
   double requested_level = 0.95;
   std::size_t runs = 0;
-  std::size_t rank = 0;        // which order statistic of the n leave-one-out values is used
-  Eigen::MatrixXd loo_shifts;  // (1 + features) x runs: beta - beta_{-i}
+  std::size_t rank = 0;            // which order statistic of the n leave-one-out values is used
+  Eigen::MatrixXd loo_shifts;      // (1 + features) x runs: beta - beta_{-i}
   std::vector<double> loo_ratios;  // (y_i - f_{-i}(x_i)) / f_{-i}(x_i)
 
   [[nodiscard]] bool enough_runs() const { return level >= requested_level; }

@@ -1,0 +1,25 @@
+// From stored runs to a model: the finished runs of one workload become a dataset over the
+// parameters they all carry, fitted by the modeler. Pure: no I/O, no sockets.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memwatch/model/model.hpp"
+#include "store.hpp"
+
+namespace memwatch::daemon {
+
+inline constexpr const char* kHostTarget = "host_peak_bytes";
+inline constexpr const char* kDeviceTarget = "device_peak_bytes";
+
+// The dataset of `target` over the finished runs that carry every parameter the first one
+// does; empty rows when there is nothing to learn from.
+model::Dataset dataset_of(const std::vector<Run>& runs, const std::string& target);
+
+// The model, or nullopt (with `why`) when the runs are too few or all zero for this target.
+std::optional<model::Model> fit_runs(const std::vector<Run>& runs, const std::string& target,
+                                     std::string& why);
+
+}  // namespace memwatch::daemon

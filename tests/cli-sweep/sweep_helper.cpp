@@ -1,0 +1,31 @@
+// A program for the sweep to run: `sweep-helper MIB [EXIT|abort|sleep]` allocates and touches MIB
+// MiB, frees them, then exits with EXIT (0), aborts, or sleeps until killed. It exits 3 when the
+// sweep did not give it the environment it promises.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <thread>
+
+int main(int argc, char** argv) {
+  for (const char* name : {"LD_PRELOAD", "MEMWATCH_PARAMS", "MEMWATCH_REPORT"})
+    if (!std::getenv(name)) {
+      std::fprintf(stderr, "sweep-helper: %s is not set\n", name);
+      return 3;
+    }
+  if (argc < 2) return 4;
+  const auto bytes = std::strtoull(argv[1], nullptr, 10) << 20;
+  if (bytes) {
+    auto* p = static_cast<char*>(std::malloc(bytes));
+    if (!p) return 5;
+    std::memset(p, 1, bytes);
+    std::printf("touched %d\n", p[bytes - 1]);
+    std::free(p);
+  }
+  const std::string_view then = argc > 2 ? argv[2] : "0";
+  if (then == "abort") std::abort();
+  if (then == "sleep") std::this_thread::sleep_for(std::chrono::hours(1));
+  std::fprintf(stderr, "sweep-helper: exiting with %s\n", argv[2] ? argv[2] : "0");
+  return std::atoi(then.data());
+}

@@ -1,0 +1,270 @@
+// memwatch sweep over sweep-helper: rows, statuses of failed and killed runs, repeat, resume,
+// interruption, usage errors; and with the real shim, peaks that follow the allocation.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "../common/run_program.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using memwatch::testrun::lines_of;
+using memwatch::testrun::Outcome;
+using memwatch::testrun::run;
+using memwatch::testrun::slurp;
+using memwatch::testrun::TempDir;
+
+using Row = std::map<std::string, std::string>;
+
+std::vector<Row> read_csv(const fs::path& path) {
+  auto lines = lines_of(slurp(path));
+  std::vector<Row> rows;
+  if (lines.empty()) return rows;
+  auto split = [](const std::string& line) {
+    std::vector<std::string> cells;
+    std::string cell;
+    for (char c : line) {
+      if (c == ',') cells.push_back(cell), cell.clear();
+      else cell += c;
+    }
+    cells.push_back(cell);
+    return cells;
+  };
+  auto header = split(lines[0]);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    auto cells = split(lines[i]);
+    EXPECT_EQ(cells.size(), header.size()) << lines[i];
+    Row row;
+    for (std::size_t c = 0; c < header.size() && c < cells.size(); ++c) row[header[c]] = cells[c];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// sweep ARGS -- sweep-helper HELPER_ARGS, over the empty stand-in for the shim.
+Outcome sweep(std::vector<std::string> args, const std::vector<std::string>& helper_args,
+              const std::string& shim = STUB_PRELOAD) {
+  std::vector<std::string> argv{MEMWATCH_BIN, "sweep", "--shim", shim};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--");
+  argv.push_back(SWEEP_HELPER);
+  argv.insert(argv.end(), helper_args.begin(), helper_args.end());
+  return run(argv);
+}
+
+TEST(Sweep, WritesOneRowPerCombinationWithItsParameters) {
+  TempDir dir;
+  auto o = sweep({"--grid", "mib=1,2", "--grid", "code=0,7", "--out", (dir / "runs.csv")},
+                 {"{mib}", "{code}"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_EQ(lines_of(slurp(dir / "runs.csv"))[0],
+            "mib,code,host_peak_bytes,heap_peak_bytes,device_peak_bytes,rss_hwm_bytes,elapsed_s,"
+            "exit_status");
+  auto rows = read_csv(dir / "runs.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  const std::vector<std::pair<std::string, std::string>> order{
+      {"1", "0"}, {"1", "7"}, {"2", "0"}, {"2", "7"}};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["mib"], order[i].first);
+    EXPECT_EQ(rows[i]["code"], order[i].second);
+    // The helper exits with {code}; 3 would mean the sweep left out the environment.
+    EXPECT_EQ(rows[i]["exit_status"], order[i].second);
+    EXPECT_FALSE(rows[i]["rss_hwm_bytes"].empty());
+    EXPECT_GE(std::stod(rows[i]["elapsed_s"]), 0.0);
+  }
+  // Progress on stderr: done/total, elapsed and an estimate.
+  EXPECT_NE(o.err.find("[4/4]"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("elapsed"), std::string::npos);
+  EXPECT_NE(o.err.find("left"), std::string::npos);
+  // A failed run's last output lines are shown.
+  EXPECT_NE(o.err.find("sweep-helper: exiting with 7"), std::string::npos) << o.err;
+}
+
+TEST(Sweep, EveryPlaceholderInAWordIsReplaced) {
+  TempDir dir;
+  auto o = run({MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD, "--grid", "a=1,2", "--grid", "b=5",
+                "--out", (dir / "w.csv"), "--", "sh", "-c", "exit $0", "{a}{b}{a}"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  auto rows = read_csv(dir / "w.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["exit_status"], "151");
+  EXPECT_EQ(rows[1]["exit_status"], "252");
+}
+
+TEST(Sweep, KilledAndTimedOutRunsAreRowsWithMinusTheSignal) {
+  TempDir dir;
+  auto o = sweep({"--grid", "mib=1", "--out", (dir / "abort.csv")}, {"{mib}", "abort"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  auto rows = read_csv(dir / "abort.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["exit_status"], std::to_string(-SIGABRT));
+
+  const auto start = std::chrono::steady_clock::now();
+  o = sweep({"--grid", "mib=1", "--timeout", "0.5", "--out", (dir / "sleep.csv")},
+            {"{mib}", "sleep"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  rows = read_csv(dir / "sleep.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["exit_status"], std::to_string(-SIGKILL));
+}
+
+TEST(Sweep, RepeatRunsEachPointThatManyTimes) {
+  TempDir dir;
+  auto o = sweep({"--grid", "mib=1,2", "--repeat", "3", "--out", (dir / "r.csv")}, {"{mib}"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  auto rows = read_csv(dir / "r.csv");
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[2]["mib"], "1");
+  EXPECT_EQ(rows[3]["mib"], "2");
+}
+
+TEST(Sweep, ResumeRunsOnlyWhatTheFileLacks) {
+  TempDir dir;
+  const auto out = dir / "runs.csv";
+  auto o = sweep({"--grid", "mib=1,2", "--out", out}, {"{mib}"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const std::string first = slurp(out);
+
+  // Without --resume an existing file is never overwritten.
+  o = sweep({"--grid", "mib=1,2", "--out", out}, {"{mib}"});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(slurp(out), first);
+
+  // A wider grid, written 2.0 for 2: only the new point runs, and the old rows stay as they were.
+  o = sweep({"--grid", "mib=1,2.0,3", "--out", out, "--resume"}, {"{mib}"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.err.find("1 runs to do (2 already in"), std::string::npos) << o.err;
+  auto rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2]["mib"], "3");
+  EXPECT_EQ(slurp(out).substr(0, first.size()), first);
+
+  // A row cut short by a crash is dropped and its run done again.
+  {
+    std::ofstream append(out, std::ios::app);
+    append << "4,123";
+  }
+  o = sweep({"--grid", "mib=4", "--out", out, "--resume"}, {"{mib}"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[3]["mib"], "4");
+  EXPECT_EQ(rows[3]["exit_status"], "0");
+
+  // Other parameter names cannot share the file.
+  o = sweep({"--grid", "size=1", "--out", out, "--resume"}, {"{size}"});
+  EXPECT_EQ(o.status, 1);
+  EXPECT_NE(o.err.find("same parameter names"), std::string::npos) << o.err;
+}
+
+TEST(Sweep, AnInterruptedSweepKeepsWholeRowsAndResumes) {
+  TempDir dir;
+  const auto out = dir / "runs.csv";
+  // The second point sleeps until the interrupt arrives.
+  const std::string script = "case {mode} in 1) exec " + std::string(SWEEP_HELPER) +
+                             " 1 0;; 2) exec " + SWEEP_HELPER + " 1 sleep;; *) exec " +
+                             SWEEP_HELPER + " 1 0;; esac";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen("/dev/null", "w", stderr);
+    execl(MEMWATCH_BIN, MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD, "--grid", "mode=1,2,3",
+          "--out", out.c_str(), "--", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait for the first row, then a moment for the second run to start sleeping.
+  for (int i = 0; i < 200 && read_csv(out).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  auto rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["mode"], "1");
+
+  // The resumed sweep does the interrupted point and the one after it (here without sleeping).
+  auto o = sweep({"--grid", "mode=1,2,3", "--out", out, "--resume"}, {"1", "0"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1]["mode"], "2");
+  EXPECT_EQ(rows[2]["mode"], "3");
+}
+
+TEST(Sweep, ACommandThatCannotStartStopsTheSweepWithoutARow) {
+  TempDir dir;
+  const auto out = dir / "runs.csv";
+  auto o = run({MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD, "--grid", "mib=1,2", "--out", out,
+                "--", (dir / "no-such-program").string(), "{mib}"});
+  EXPECT_EQ(o.status, 1);
+  EXPECT_NE(o.err.find("cannot run"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("No such file"), std::string::npos) << o.err;
+  EXPECT_TRUE(read_csv(out).empty());
+}
+
+TEST(Sweep, UsageErrorsExitTwoBeforeRunningAnything) {
+  TempDir dir;
+  const auto out = (dir / "u.csv").string();
+  const std::vector<std::vector<std::string>> bad{
+      {"--grid", "mib=1", "--out", out},                         // no command
+      {"--grid", "mib=1,x", "--out", out, "--", SWEEP_HELPER},   // not a number
+      {"--grid", "mib", "--out", out, "--", SWEEP_HELPER},       // no values
+      {"--grid", "mib=1", "--grid", "mib=2", "--out", out, "--", SWEEP_HELPER},
+      {"--grid", "mib=1", "--out", out, "--", SWEEP_HELPER, "{mb}"},  // unknown placeholder
+      {"--grid", "mib=1", "--", SWEEP_HELPER},                   // no --out
+      {"--grid", "mib=1", "--out", out, "--repeat", "0", "--", SWEEP_HELPER},
+      {"--grid", "mib=1", "--out", out, "--bogus", "--", SWEEP_HELPER},
+  };
+  for (const auto& args : bad) {
+    std::vector<std::string> argv{MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto o = run(argv);
+    EXPECT_EQ(o.status, 2) << args[args.size() > 4 ? 4 : 0] << "\n" << o.err;
+    EXPECT_EQ(lines_of(o.err).size(), 1u) << o.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  auto o = run({MEMWATCH_BIN, "sweep", "--shim", (dir / "none.so"), "--grid", "mib=1", "--out",
+                out, "--", SWEEP_HELPER, "{mib}"});
+  EXPECT_EQ(o.status, 1);
+  EXPECT_NE(o.err.find("no shim at"), std::string::npos) << o.err;
+}
+
+#ifdef SHIM_PATH
+TEST(SweepUnderShim, PeaksFollowTheAllocation) {
+  TempDir dir;
+  // No --shim: the sweep finds libmemwatch.so beside its own binary, in ../lib.
+  auto o = run({MEMWATCH_BIN, "sweep", "--grid", "mib=8,64,256", "--out", (dir / "peaks.csv"),
+                "--", SWEEP_HELPER, "{mib}"},
+               {"-u", "MEMWATCH_SHIM"});
+  EXPECT_NE(o.err.find("shim " SHIM_PATH), std::string::npos) << o.err;
+  ASSERT_EQ(o.status, 0) << o.err;
+  auto rows = read_csv(dir / "peaks.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  std::uint64_t last = 0;
+  for (auto& row : rows) {
+    EXPECT_EQ(row["exit_status"], "0");
+    const std::uint64_t mib = std::stoull(row["mib"]) << 20;
+    const std::uint64_t host = std::stoull(row["host_peak_bytes"]);
+    EXPECT_GE(host, mib);
+    EXPECT_LT(host, mib + (16u << 20));
+    EXPECT_GE(std::stoull(row["rss_hwm_bytes"]), mib);
+    EXPECT_EQ(row["device_peak_bytes"], "0");
+    EXPECT_GT(host, last);
+    last = host;
+  }
+}
+#else
+TEST(SweepUnderShim, PeaksFollowTheAllocation) { GTEST_SKIP() << "this tree builds no shim"; }
+#endif
+
+}  // namespace
