@@ -5,6 +5,7 @@
 #include <string>
 
 #include "args.hpp"
+#include "config.hpp"
 #include "query_client.hpp"
 
 namespace memwatch::cli {
@@ -26,6 +27,24 @@ std::string params_text(const json& params) {
   return out;
 }
 
+// name=value words as a JSON object of numbers.
+json params_from_words(const std::vector<std::string>& words) {
+  json params = json::object();
+  for (const std::string& w : words) {
+    const auto eq = w.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("expected name=number, got '" + w + "'");
+    params[w.substr(0, eq)] = parse_number(std::string_view(w).substr(eq + 1), w.substr(0, eq));
+  }
+  return params;
+}
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", bytes / 1073741824.0);
+  return text;
+}
+
 // Parses the common options and runs `request`; prints JSON or hands the reply to `print`.
 template <typename Print>
 int query(std::span<char* const> argv, std::vector<std::string_view> valued, json request,
@@ -33,6 +52,13 @@ int query(std::span<char* const> argv, std::vector<std::string_view> valued, jso
   valued.push_back("query");
   const Args args(argv, valued, {"json"});
   for (const std::string& field : required) request[field] = args.required(field);
+  if (!args.positional().empty()) request["params"] = params_from_words(args.positional());
+  if (auto t = args.value("target")) request["target"] = *t;
+  if (auto c = args.value("capacity")) {
+    const std::int64_t bytes = shim::config_parse_size(*c);
+    if (bytes <= 0) throw UsageError("--capacity expects a size like 24GiB, got '" + *c + "'");
+    request["capacity_bytes"] = bytes;
+  }
   const json reply = ask_daemon(query_endpoint(args.value("query").value_or("")), request);
   if (args.flag("json"))
     std::puts(reply.dump(2).c_str());
@@ -71,6 +97,31 @@ int cmd_runs(std::span<char* const> argv) {
                   mib(run["device_peak_bytes"]).c_str(), run["elapsed_s"].get<double>(),
                   params_text(run["params"]).c_str());
   });
+}
+
+int cmd_predict_daemon(std::span<char* const> argv) {
+  return query(argv, {"workload", "target"}, {{"op", "predict"}}, {"workload"}, [](const json& r) {
+    std::printf("%s\n  predicted %s, upper bound %s%s (from %lld runs)\n",
+                r["formula"].get<std::string>().c_str(), gib(r["peak_bytes"]).c_str(),
+                gib(r["upper_bytes"]).c_str(),
+                r["extrapolating"].get<bool>() ? ", extrapolating" : "",
+                r["runs"].get<long long>());
+  });
+}
+
+int cmd_max(std::span<char* const> argv) {
+  return query(argv, {"workload", "vary", "target", "capacity"}, {{"op", "max"}},
+               {"workload", "vary"}, [](const json& r) {
+                 if (r["value"].get<double>() <= 0) {
+                   std::printf("no value of %s fits in %s\n", r["vary"].get<std::string>().c_str(),
+                               gib(r["capacity_bytes"]).c_str());
+                   return;
+                 }
+                 std::printf("largest %s that fits in %s: %g (predicted %s, upper bound %s)\n",
+                             r["vary"].get<std::string>().c_str(),
+                             gib(r["capacity_bytes"]).c_str(), r["value"].get<double>(),
+                             gib(r["peak_bytes"]).c_str(), gib(r["upper_bytes"]).c_str());
+               });
 }
 
 int cmd_model(std::span<char* const> argv) {

@@ -39,7 +39,13 @@ model::Point point_from_words(const std::vector<std::string>& words, const model
 
 }  // namespace
 
+int cmd_predict_daemon(std::span<char* const> argv);
+
 int cmd_predict(std::span<char* const> argv) {
+  // With --workload the daemon answers from its latest model; with --model, a model file does.
+  for (const char* word : argv)
+    if (std::string_view(word) == "--workload" || std::string_view(word).starts_with("--workload="))
+      return cmd_predict_daemon(argv);
   const Args args(argv, {"model", "input"}, {"json", "help"});
   if (args.flag("help")) {
     std::puts(usage);

@@ -15,6 +15,8 @@ int cmd_model(std::span<char* const> args);
 int cmd_fit(std::span<char* const> args);
 int cmd_predict(std::span<char* const> args);
 int cmd_sweep(std::span<char* const> args);
+int cmd_plot(std::span<char* const> args);
+int cmd_max(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array table{
@@ -27,8 +29,12 @@ std::span<const Command> commands() {
       Command{"runs", "the runs of a workload: runs --workload W [--json]", cmd_runs},
       Command{"model", "a workload's model: model --workload W --target T [--json]", cmd_model},
       Command{"fit", "fit a model of peak memory to runs (CSV or JSON Lines)", cmd_fit},
-      Command{"predict", "predict peak memory and its upper bound from a fitted model",
+      Command{"predict", "predict a peak and its bound: --model M.json | --workload W, k=v ...",
               cmd_predict},
+      Command{"max", "largest value that fits: max --workload W --vary P --capacity SIZE [k=v]",
+              cmd_max},
+      Command{"plot", "draw runs and model: plot --workload W --x P [--by P] --out F.png|.svg",
+              cmd_plot},
       Command{"version", "print memwatch's version", cmd_version},
   };
   return table;

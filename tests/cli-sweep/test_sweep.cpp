@@ -236,7 +236,7 @@ TEST(Sweep, UsageErrorsExitTwoBeforeRunningAnything) {
   auto o = run({MEMWATCH_BIN, "sweep", "--shim", (dir / "none.so"), "--grid", "mib=1", "--out",
                 out, "--", SWEEP_HELPER, "{mib}"});
   EXPECT_EQ(o.status, 1);
-  EXPECT_NE(o.err.find("no shim at"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("libmemwatch.so not found at"), std::string::npos) << o.err;
 }
 
 #ifdef SHIM_PATH
