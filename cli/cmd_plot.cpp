@@ -26,8 +26,9 @@ namespace {
 constexpr int kCurvePoints = 60;
 
 std::string terminal_for(const std::string& out) {
-  if (out.ends_with(".png")) return "pngcairo size 1000,650 font 'sans,11'";
-  if (out.ends_with(".svg")) return "svg size 1000,650 dynamic font 'sans,11'";
+  // noenhanced: names like host_peak_bytes are text, not subscripts.
+  if (out.ends_with(".png")) return "pngcairo size 1000,650 noenhanced font 'sans,11'";
+  if (out.ends_with(".svg")) return "svg size 1000,650 dynamic noenhanced font 'sans,11'";
   throw UsageError("--out must end in .png or .svg, got '" + out + "'");
 }
 
