@@ -226,6 +226,7 @@ const char* environment(const char* name) { return std::getenv(name); }
 __attribute__((constructor(101))) static void memwatch_start(int argc, char** argv, char**) {
   InternalScope internal;
   real_functions_resolve();
+  real_functions_use_jemalloc_exports();
   shim_arena_create();
 #if MEMWATCH_DEVICE_HOOKS
   // Learns the shim's own address range now, not from the first dlsym a CUDA library makes.

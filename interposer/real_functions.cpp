@@ -176,4 +176,23 @@ void real_functions_resolve() noexcept {
   g_ready.store(true, std::memory_order_release);
 }
 
+void real_functions_use_jemalloc_exports() noexcept {
+  if (!wants_jemalloc()) return;
+  void* je = dlopen("libjemalloc.so.2", RTLD_LAZY | RTLD_NOLOAD);
+  if (je == nullptr) return;
+  RealFunctions r = g_real;
+  lookup(je, "malloc", r.malloc);
+  lookup(je, "free", r.free);
+  lookup(je, "calloc", r.calloc);
+  lookup(je, "realloc", r.realloc);
+  lookup(je, "posix_memalign", r.posix_memalign);
+  lookup(je, "aligned_alloc", r.aligned_alloc);
+  lookup(je, "memalign", r.memalign);
+  lookup(je, "valloc", r.valloc);
+  lookup(je, "malloc_usable_size", r.malloc_usable_size);
+  if (r.malloc && r.free && r.calloc && r.realloc && r.posix_memalign && r.aligned_alloc &&
+      r.memalign && r.valloc && r.malloc_usable_size)
+    g_real = r;
+}
+
 }  // namespace memwatch::shim

@@ -51,4 +51,10 @@ inline bool real_functions_from_jemalloc(const void* return_address) noexcept {
 // thread is marked internal so its allocations come from the shim's bootstrap memory.
 void real_functions_resolve() noexcept;
 
+// With MEMWATCH_ALLOCATOR=jemalloc, the first calls go through mallocx and friends (dlopen is
+// not safe while the loader still starts the process); from the shim's constructor on, through
+// jemalloc's exported malloc family, fast paths and all. Every block is jemalloc's either way,
+// and jemalloc's own mappings are told apart by their caller, so nothing else changes.
+void real_functions_use_jemalloc_exports() noexcept;
+
 }  // namespace memwatch::shim
