@@ -76,6 +76,14 @@ void device_undo_free(std::uint64_t ptr, const DeviceAllocation& taken) noexcept
   count(taken.kind, taken.device, taken.bytes);
 }
 
+void device_note_async_alloc(std::uint64_t ptr, int device, std::int64_t bytes, bool pool_known,
+                             std::uint64_t pool, std::int64_t reserved_bytes,
+                             DeviceSource source) noexcept {
+  if (!pool_known) return device_note_alloc(ptr, DeviceKind::device, device, bytes, source);
+  device_note_alloc(ptr, DeviceKind::pooled, device, bytes, source);
+  device_note_pool(pool, device, reserved_bytes, source);
+}
+
 void device_note_pool(std::uint64_t pool, int device, std::int64_t reserved_bytes,
                       DeviceSource source) noexcept {
   DeviceTable::Slot* s = g_pools.table.find(pool);

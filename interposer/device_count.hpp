@@ -44,6 +44,13 @@ void device_undo_free(std::uint64_t ptr, const DeviceAllocation& taken) noexcept
 void device_note_pool(std::uint64_t pool, int device, std::int64_t reserved_bytes,
                       DeviceSource source) noexcept;
 
+// A stream-ordered allocation: where its pool told its reserved size (`pool_known`), the pool's
+// growth is the device memory and the block is only remembered so that its free is recognised;
+// otherwise the block itself is the device memory.
+void device_note_async_alloc(std::uint64_t ptr, int device, std::int64_t bytes, bool pool_known,
+                             std::uint64_t pool, std::int64_t reserved_bytes,
+                             DeviceSource source) noexcept;
+
 // The virtual-memory API: physical memory exists from create until it is both released and
 // unmapped everywhere; address reservations are not memory.
 void device_vmm_create(std::uint64_t handle, DeviceKind kind, int device, std::int64_t bytes,

@@ -154,16 +154,9 @@ CUresult mem_alloc_async(decltype(&cuMemAllocAsync) real, CUdeviceptr* dptr, std
   const int device = current_device();
   CUmemoryPool pool{};
   std::int64_t reserved = 0;
-  // Where the pool tells its size, its growth is the device memory; the block itself is only
-  // remembered so that its free is recognised.
-  if (current_pool(device, pool, reserved)) {
-    device_note_alloc(as_key(*dptr), DeviceKind::pooled, device, static_cast<std::int64_t>(bytes),
-                      kSourceDriver);
-    device_note_pool(as_key(pool), device, reserved, kSourceDriver);
-  } else {
-    device_note_alloc(as_key(*dptr), DeviceKind::device, device, static_cast<std::int64_t>(bytes),
-                      kSourceDriver);
-  }
+  const bool pool_known = current_pool(device, pool, reserved);
+  device_note_async_alloc(as_key(*dptr), device, static_cast<std::int64_t>(bytes), pool_known,
+                          as_key(pool), reserved, kSourceDriver);
   return r;
 }
 

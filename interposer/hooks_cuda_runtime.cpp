@@ -133,15 +133,9 @@ cudaError_t malloc_async(decltype(&cudaMallocAsync) real, void** p, std::size_t 
   const int device = current_device();
   cudaMemPool_t pool{};
   std::int64_t reserved = 0;
-  // The pool's growth is the device memory where it tells its size (see hooks_cuda_driver.cpp).
-  if (current_pool(device, pool, reserved)) {
-    device_note_alloc(as_key(*p), DeviceKind::pooled, device, static_cast<std::int64_t>(bytes),
-                      kSourceRuntime);
-    device_note_pool(as_key(pool), device, reserved, kSourceRuntime);
-  } else {
-    device_note_alloc(as_key(*p), DeviceKind::device, device, static_cast<std::int64_t>(bytes),
-                      kSourceRuntime);
-  }
+  const bool pool_known = current_pool(device, pool, reserved);
+  device_note_async_alloc(as_key(*p), device, static_cast<std::int64_t>(bytes), pool_known,
+                          as_key(pool), reserved, kSourceRuntime);
   return r;
 }
 
