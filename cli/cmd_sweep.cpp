@@ -384,13 +384,13 @@ int cmd_sweep(std::span<char* const> argv) {
   if (exists) done = read_done(out, axes);
 
   // Every point, the first --grid varying slowest; each wants `repeat` rows in all.
-  std::vector<Point> todo;
+  std::vector<Point> pending;
   std::size_t already = 0;
   Point point(axes.size(), 0);
   while (true) {
     auto have = done[point_key(axes, point)];
     already += std::min(have, repeat);
-    for (std::size_t r = have; r < repeat; ++r) todo.push_back(point);
+    for (std::size_t r = have; r < repeat; ++r) pending.push_back(point);
     std::size_t a = axes.size();
     while (a > 0 && ++point[a - 1] == axes[a - 1].values.size()) point[--a] = 0;
     if (a == 0) break;
@@ -417,15 +417,15 @@ int cmd_sweep(std::span<char* const> argv) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
 
-  std::fprintf(stderr, "memwatch sweep: %zu runs to do", todo.size());
+  std::fprintf(stderr, "memwatch sweep: %zu runs to do", pending.size());
   if (already) std::fprintf(stderr, " (%zu already in %s)", already, out.c_str());
   std::fprintf(stderr, ", shim %s\n", shim.c_str());
 
   const auto sweep_start = Clock::now();
   std::size_t failed = 0;
   int status = 0;
-  for (std::size_t i = 0; i < todo.size(); ++i) {
-    const Point& p = todo[i];
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    const Point& p = pending[i];
     RunSpec spec;
     for (const auto& word : command) spec.argv.push_back(substitute(word, axes, p));
     spec.params = describe(axes, p, ',');
@@ -435,12 +435,12 @@ int cmd_sweep(std::span<char* const> argv) {
     spec.workload = args.value("workload");
     spec.timeout_s = timeout_s;
 
-    std::fprintf(stderr, "[%zu/%zu] %s ...\n", i + 1, todo.size(), describe(axes, p, ' ').c_str());
+    std::fprintf(stderr, "[%zu/%zu] %s ...\n", i + 1, pending.size(), describe(axes, p, ' ').c_str());
     RunResult r = run_one(spec);
     if (r.interrupted || g_interrupt.load()) {
       // The interrupted run's row is not written: --resume runs it again.
       std::fprintf(stderr, "memwatch sweep: interrupted; %zu of %zu runs written to %s (--resume "
-                   "continues)\n", i, todo.size(), out.c_str());
+                   "continues)\n", i, pending.size(), out.c_str());
       status = 128 + g_interrupt.load();
       break;
     }
@@ -450,9 +450,9 @@ int cmd_sweep(std::span<char* const> argv) {
     if (r.exit_status != 0) ++failed;
 
     const double elapsed = std::chrono::duration<double>(Clock::now() - sweep_start).count();
-    const double left = elapsed / static_cast<double>(i + 1) * static_cast<double>(todo.size() - i - 1);
+    const double left = elapsed / static_cast<double>(i + 1) * static_cast<double>(pending.size() - i - 1);
     std::fprintf(stderr, "[%zu/%zu] %s: %s %d, host peak %s, %.1f s | elapsed %s, about %s left\n",
-                 i + 1, todo.size(), describe(axes, p, ' ').c_str(),
+                 i + 1, pending.size(), describe(axes, p, ' ').c_str(),
                  r.exit_status < 0 ? "signal" : "exit", std::abs(r.exit_status),
                  bytes_text(r.host_peak).c_str(), r.elapsed_s, clock_text(elapsed).c_str(),
                  clock_text(left).c_str());
@@ -465,7 +465,7 @@ int cmd_sweep(std::span<char* const> argv) {
   fs::remove_all(tmp_dir, ec);
   if (status == 0)
     std::fprintf(stderr, "memwatch sweep: done, %zu runs (%zu failed) in %s, rows in %s\n",
-                 todo.size(), failed, clock_text(std::chrono::duration<double>(Clock::now() -
+                 pending.size(), failed, clock_text(std::chrono::duration<double>(Clock::now() -
                                                                                sweep_start).count())
                                           .c_str(),
                  out.c_str());
