@@ -73,7 +73,18 @@ void ModelWorker::run() {
   std::unique_ptr<Store> store;
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+    if (!wake_.wait_for(lock, std::chrono::seconds(1),
+                        [this] { return stopping_ || !pending_.empty(); })) {
+      lock.unlock();
+      try {
+        if (!store) store = std::make_unique<Store>(db_path_);
+        store->checkpoint();
+      } catch (const std::exception&) {
+        // The loop's next turn still works; a checkpoint missed is only a longer WAL.
+      }
+      lock.lock();
+      continue;
+    }
     if (stopping_) return;
     const std::string workload = *pending_.begin();
     pending_.erase(pending_.begin());

@@ -1,6 +1,7 @@
 // Refits run in a worker thread, never on the socket thread: the loop asks for a workload to
 // be refitted after each finished run, and picks up the workloads whose models changed. The
-// worker has its own connection to the store (WAL lets it read while the loop writes).
+// worker has its own connection to the store (WAL lets it read while the loop writes), and
+// checkpoints the WAL every second, which the loop's connection leaves to it.
 #pragma once
 
 #include <condition_variable>

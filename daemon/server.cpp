@@ -83,6 +83,7 @@ Server::Server(const Options& options)
                 }}),
       started_(unix_now()),
       counts_(store_.counts()) {
+  store_.leave_checkpoints_to_others();
   models_.reload_all();
   for (const std::string& w : store_.workloads()) known_workloads_.insert(w);
   for (zmq::socket_t* s : {&ingest_, &query_, &events_}) s->set(zmq::sockopt::linger, 0);

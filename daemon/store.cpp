@@ -198,6 +198,12 @@ void Store::exec(const char* sql) {
   }
 }
 
+void Store::leave_checkpoints_to_others() { exec("PRAGMA wal_autocheckpoint=0"); }
+
+void Store::checkpoint() {
+  sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+}
+
 void Store::begin_batch() {
   if (in_batch_) return;
   exec("BEGIN");

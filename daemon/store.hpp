@@ -64,6 +64,11 @@ class Store {
   void mark_killed(std::int64_t run, std::int64_t host_peak, std::int64_t heap_peak,
                    std::int64_t mmap_peak, std::int64_t device_peak, double elapsed_s);
 
+  // The loop's connection leaves WAL checkpoints to another (they copy pages and would stall
+  // the loop); `checkpoint` runs one without blocking writers.
+  void leave_checkpoints_to_others();
+  void checkpoint();
+
   // Groups the writes of one loop turn into one transaction (samples arrive by the thousand).
   void begin_batch();
   void commit_batch();
