@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <utility>
 
 #include "device_count.hpp"
@@ -21,6 +22,22 @@ namespace memwatch::shim {
 
 // glibc's dlsym, never the shim's hook (whose RTLD_NEXT answers depend on the caller).
 void* device_real_dlsym(void* handle, const char* name) noexcept;
+
+// The real function behind an exported hook: the next definition after the shim, else the one
+// a library of `libraries` defines (a library loaded RTLD_LOCAL that hands out its exported
+// functions by pointer is not next in the global scope). Null, said once, when none does.
+void* device_next_symbol(const char* name, std::initializer_list<const char*> libraries) noexcept;
+
+// device_next_symbol, looked up once per hook and kept in `slot`.
+template <typename Fn>
+Fn device_next(std::atomic<Fn>& slot, const char* name,
+               std::initializer_list<const char*> libraries) noexcept {
+  Fn fn = slot.load(std::memory_order_acquire);
+  if (__builtin_expect(fn != nullptr, 1)) return fn;
+  fn = reinterpret_cast<Fn>(device_next_symbol(name, libraries));
+  slot.store(fn, std::memory_order_release);
+  return fn;
+}
 
 // The program's CUDA calls reached the shim: CUPTI may now be started (on the reporter thread).
 void device_note_cuda_seen() noexcept;

@@ -194,29 +194,9 @@ using EntryPoint = Family<entry_point, decltype(&cudaGetDriverEntryPoint)>;
 using EntryPointByVersion =
     Family<entry_point_by_version, decltype(&cudaGetDriverEntryPointByVersion)>;
 
-template <typename Fn>
-Fn next(std::atomic<Fn>& slot, const char* name) {
-  Fn fn = slot.load(std::memory_order_acquire);
-  if (__builtin_expect(fn != nullptr, 1)) return fn;
-  ++tls_counters.internal;
-  fn = reinterpret_cast<Fn>(device_real_dlsym(RTLD_NEXT, name));
-  // A library loaded RTLD_LOCAL that hands out its exported functions by pointer (its own
-  // references bound to our hook) is not next in the global scope: ask it by name.
-  for (const char* library : {"libcudart.so.13", "libcudart.so.12"}) {
-    if (fn != nullptr) break;
-    if (void* handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD))
-      fn = reinterpret_cast<Fn>(device_real_dlsym(handle, name));
-  }
-  --tls_counters.internal;
-  if (fn == nullptr) log_line("%s is called but no library defines it", name);
-  slot.store(fn, std::memory_order_release);
-  device_note_cuda_seen();
-  return fn;
-}
-
 template <typename Fn, typename Impl, typename... Args>
 cudaError_t call_next(std::atomic<Fn>& slot, const char* name, Impl impl, Args... args) {
-  const Fn fn = next(slot, name);
+  const Fn fn = device_next(slot, name, {"libcudart.so.13", "libcudart.so.12"});
   if (fn == nullptr) return cudaErrorInitializationError;
   return impl(fn, args...);
 }

@@ -110,4 +110,18 @@ void* device_real_dlsym(void* handle, const char* name) noexcept {
   return real == nullptr ? nullptr : real(handle, name);
 }
 
+void* device_next_symbol(const char* name,
+                         std::initializer_list<const char*> libraries) noexcept {
+  ++tls_counters.internal;
+  void* fn = device_real_dlsym(RTLD_NEXT, name);
+  for (const char* library : libraries) {
+    if (fn != nullptr) break;
+    if (void* handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD)) fn = device_real_dlsym(handle, name);
+  }
+  --tls_counters.internal;
+  if (fn == nullptr) log_line("%s is called but no library defines it", name);
+  device_note_cuda_seen();
+  return fn;
+}
+
 }  // namespace memwatch::shim
