@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "memwatch/protocol/endpoints.hpp"
+#include "memwatch/protocol/trend.hpp"
 
 namespace memwatch::shim {
 
@@ -183,6 +184,8 @@ const Param* config_find_param(const Config& config, std::string_view name) {
 void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn) {
   config = Config{};
   config.on_oom = OnOom::warn;
+  config.warn_share = protocol::WatchSettings{}.share;
+  config.warn_horizon_s = protocol::WatchSettings{}.horizon_s;
   config.allocator = Allocator::system;
   config.signals = true;
   config.batch_bytes = kBatchBytes;
@@ -243,6 +246,24 @@ void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn
     else if (s == "abort") config.on_oom = OnOom::abort;
     else if (s == "off") config.on_oom = OnOom::off;
     else bad("MEMWATCH_ON_OOM", "expected warn, abort or off, got '" + std::string(s) + "'");
+  }
+
+  if (const char* v = env("MEMWATCH_WARN_SHARE"); v && *v) {
+    const double share = protocol::parse_watch_share(v);
+    if (share < 0)
+      bad("MEMWATCH_WARN_SHARE",
+          "expected a share of the capacity like 0.9 or 90%, got '" + std::string(v) + "'");
+    else
+      config.warn_share = share;
+  }
+
+  if (const char* v = env("MEMWATCH_WARN_HORIZON"); v && *v) {
+    const double seconds = protocol::parse_watch_seconds(v);
+    if (seconds < 0)
+      bad("MEMWATCH_WARN_HORIZON",
+          "expected seconds like 30 or 30s (0: no trend warning), got '" + std::string(v) + "'");
+    else
+      config.warn_horizon_s = seconds;
   }
 
   if (const char* v = env("MEMWATCH_ALLOCATOR"); v && *v) {

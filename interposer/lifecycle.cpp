@@ -58,7 +58,7 @@ struct InternalScope {
   InternalScope& operator=(const InternalScope&) = delete;
 };
 
-std::int64_t device_capacity(int device) {
+std::int64_t device_capacity(int device) noexcept {
   if (g_config.device_capacity[device] > 0) return g_config.device_capacity[device];
 #if MEMWATCH_DEVICE_HOOKS
   return device_nvml_capacity(device);
@@ -147,14 +147,30 @@ void install_signal_handlers() {
   }
 }
 
-void warn_capacity(std::int64_t live, std::int64_t capacity) {
-  log_line("warning: live host memory %.2f GiB is past 90%% of the capacity, %.2f GiB",
-           static_cast<double>(live) / 0x1p30, static_cast<double>(capacity) / 0x1p30);
+// On the reporter thread: formats on the stack, allocates nothing.
+void warn_capacity(const CapacityWarning& w) {
+  char memory[32] = "host";
+  if (w.device >= 0) std::snprintf(memory, sizeof memory, "device %d", w.device);
+  const memwatch::protocol::WatchFinding& f = w.finding;
+  const double percent = w.share * 100;
+  if (f.kind == memwatch::protocol::WatchKind::on_course) {
+    log_line(
+        "warning: live %s memory %.2f GiB is growing %.3f GiB/s, on course to pass %g%% of "
+        "the capacity %.2f GiB in %.1f s",
+        memory, f.live_bytes / 0x1p30, f.rate_bytes_per_s / 0x1p30, percent,
+        f.capacity_bytes / 0x1p30, f.eta_s);
+  } else {
+    log_line("warning: live %s memory %.2f GiB is past %g%% of the capacity, %.2f GiB", memory,
+             f.live_bytes / 0x1p30, percent, f.capacity_bytes / 0x1p30);
+  }
 }
 
 void start_reporter() {
   ReporterOptions options;
   options.host_capacity_bytes = g_host_capacity;
+  options.device_capacity = device_capacity;
+  options.watch.share = g_config.warn_share;
+  options.watch.horizon_s = g_config.warn_horizon_s;
   g_link = nullptr;
   if (DaemonLink::daemon_may_listen(g_config.endpoint)) {
     g_link = new (g_link_storage)

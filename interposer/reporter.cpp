@@ -33,7 +33,8 @@ void Reporter::forget_after_fork() noexcept {
   new (&mutex_) std::mutex();
   new (&wake_) std::condition_variable();
   stopping_ = false;
-  warned_ = false;
+  host_watch_.reset();
+  for (auto& w : device_watch_) w.reset();
 }
 
 void Reporter::run() {
@@ -54,12 +55,24 @@ void Reporter::sample() {
   const CounterSnapshot s = counters_snapshot(counters_block());
   samples_.fetch_add(1, std::memory_order_relaxed);
   if (client_) client_->sampled(s);
-  const std::int64_t capacity = options_.host_capacity_bytes;
-  if (!warned_ && capacity > 0 &&
-      static_cast<double>(s.host_live) > options_.warn_fraction * static_cast<double>(capacity)) {
-    warned_ = true;
-    if (warning_) warning_(s.host_live, capacity);
+  watch(s);
+}
+
+void Reporter::watch(const CounterSnapshot& s) {
+  const double t =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  warn_if(-1, host_watch_.observe(t, s.host_live, options_.host_capacity_bytes, options_.watch));
+  if (options_.device_capacity == nullptr) return;
+  for (int i = 0; i < kMaxDevices; ++i) {
+    if (s.device_peak[i] == 0) continue;  // a device the program never used has no trend
+    warn_if(i, device_watch_[i].observe(t, s.device_live[i], options_.device_capacity(i),
+                                        options_.watch));
   }
+}
+
+void Reporter::warn_if(int device, const protocol::WatchFinding& f) {
+  if (f.kind == protocol::WatchKind::none || !warning_) return;
+  warning_(CapacityWarning{device, options_.watch.share, f});
 }
 
 }  // namespace memwatch::shim

@@ -1,6 +1,7 @@
 // The reporter thread: the only place where the shim does work on its own time. It samples the
-// counters (never the hooks' job), warns once when live host memory crosses a share of the
-// capacity, and tells a client (the daemon link) when it starts, samples and stops.
+// counters (never the hooks' job), watches live host and device memory against their capacities
+// (protocol/trend.hpp: past a share of the capacity, or on course to pass it), and tells a
+// client (the daemon link) when it starts, samples and stops.
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "counters.hpp"
+#include "memwatch/protocol/trend.hpp"
 
 namespace memwatch::shim {
 
@@ -25,13 +27,23 @@ class ReporterClient {
 
 struct ReporterOptions {
   std::chrono::milliseconds period{100};
-  std::int64_t host_capacity_bytes = 0;  // 0: no capacity watch
-  double warn_fraction = 0.9;
+  std::int64_t host_capacity_bytes = 0;  // 0: no host watch
+  // A device's capacity, 0 while unknown; asked on the reporter thread at each sample, so it
+  // must neither lock nor allocate. Null: no device watch.
+  std::int64_t (*device_capacity)(int device) noexcept = nullptr;
+  protocol::WatchSettings watch;
+};
+
+// A warning of the capacity watch, at most one of each kind per memory and run.
+struct CapacityWarning {
+  int device = -1;  // -1: host memory
+  double share = 0;
+  protocol::WatchFinding finding;
 };
 
 class Reporter {
  public:
-  using Warning = std::function<void(std::int64_t live, std::int64_t capacity)>;
+  using Warning = std::function<void(const CapacityWarning&)>;
 
   Reporter() = default;
   Reporter(const Reporter&) = delete;
@@ -51,6 +63,8 @@ class Reporter {
  private:
   void run();
   void sample();
+  void watch(const CounterSnapshot& s);
+  void warn_if(int device, const protocol::WatchFinding& f);
 
   ReporterOptions options_;
   ReporterClient* client_ = nullptr;
@@ -59,7 +73,8 @@ class Reporter {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  bool warned_ = false;
+  protocol::CapacityWatch host_watch_;
+  protocol::CapacityWatch device_watch_[kMaxDevices];
   std::atomic<std::uint64_t> samples_{0};
 };
 

@@ -44,6 +44,8 @@ TEST(Config, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(c.on_oom, OnOom::warn);
   EXPECT_EQ(c.allocator, Allocator::system);
   EXPECT_EQ(c.batch_bytes, kBatchBytes);
+  EXPECT_EQ(c.warn_share, 0.9);
+  EXPECT_EQ(c.warn_horizon_s, 30);
   EXPECT_EQ(c.report_path[0], '\0');
   EXPECT_EQ(std::string(c.endpoint).rfind("ipc://", 0), 0u);
 }
@@ -57,7 +59,9 @@ TEST(Config, EveryVariableParsed) {
                          {"MEMWATCH_ON_OOM", "abort"},
                          {"MEMWATCH_ALLOCATOR", "jemalloc"},
                          {"MEMWATCH_SIGNALS", "off"},
-                         {"MEMWATCH_BATCH_BYTES", "0"}});
+                         {"MEMWATCH_BATCH_BYTES", "0"},
+                         {"MEMWATCH_WARN_SHARE", "80%"},
+                         {"MEMWATCH_WARN_HORIZON", "45s"}});
   EXPECT_TRUE(g_warnings.empty()) << g_warnings.front();
   EXPECT_STREQ(c.report_path, "/tmp/r.%p.json");
   EXPECT_STREQ(c.endpoint, "tcp://127.0.0.1:5555");
@@ -72,6 +76,8 @@ TEST(Config, EveryVariableParsed) {
   EXPECT_EQ(c.allocator, Allocator::jemalloc);
   EXPECT_FALSE(c.signals);
   EXPECT_EQ(c.batch_bytes, 0);
+  EXPECT_DOUBLE_EQ(c.warn_share, 0.8);
+  EXPECT_EQ(c.warn_horizon_s, 45);
 }
 
 TEST(Config, ArgvParamsTakeBothFlagForms) {
@@ -107,6 +113,10 @@ TEST(Config, EachBadValueGivesOneMessageNamingTheVariableAndKeepsTheDefault) {
       {"MEMWATCH_WORKLOAD", "two words"},
       {"MEMWATCH_ENDPOINT", "localhost:5555"},
       {"MEMWATCH_BATCH_BYTES", "1GiB"},
+      {"MEMWATCH_WARN_SHARE", "1.5"},
+      {"MEMWATCH_WARN_SHARE", "0%"},
+      {"MEMWATCH_WARN_HORIZON", "-3"},
+      {"MEMWATCH_WARN_HORIZON", "soon"},
   };
   for (const auto& [variable, value] : bad) {
     const Config c = load({{variable, value}});
@@ -118,6 +128,8 @@ TEST(Config, EachBadValueGivesOneMessageNamingTheVariableAndKeepsTheDefault) {
     EXPECT_EQ(c.on_oom, OnOom::warn);
     EXPECT_EQ(c.allocator, Allocator::system);
     EXPECT_STREQ(c.workload, "prog");
+    EXPECT_EQ(c.warn_share, 0.9);
+    EXPECT_EQ(c.warn_horizon_s, 30);
   }
 }
 

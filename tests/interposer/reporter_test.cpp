@@ -53,12 +53,16 @@ TEST(Reporter, WarnsOnceWhenLiveMemoryPassesTheShareOfCapacity) {
   counters_init_block(block, 1, 0, false);
   block.host_live.store(0);
   counters_use_block(&block);
-  std::atomic<int> warnings{0};
+  std::atomic<int> warnings{0}, host{0}, past{0};
   ReporterOptions options;
   options.period = 1ms;
   options.host_capacity_bytes = 100 << 20;
   Reporter reporter;
-  reporter.start(options, nullptr, [&](std::int64_t, std::int64_t) { ++warnings; });
+  reporter.start(options, nullptr, [&](const CapacityWarning& w) {
+    ++warnings;
+    host += w.device == -1;
+    past += w.finding.kind == memwatch::protocol::WatchKind::near_capacity;
+  });
   std::this_thread::sleep_for(10ms);
   EXPECT_EQ(warnings.load(), 0);
   counters_mmap_add(95 << 20);
@@ -68,6 +72,39 @@ TEST(Reporter, WarnsOnceWhenLiveMemoryPassesTheShareOfCapacity) {
   counters_mmap_add(-(95 << 20));
   counters_use_block(previous);
   EXPECT_EQ(warnings.load(), 1);
+  EXPECT_EQ(host.load(), 1);
+  EXPECT_EQ(past.load(), 1);
+}
+
+std::int64_t one_device_of_64_mib(int device) noexcept {
+  return device == 1 ? 64 << 20 : 0;
+}
+
+TEST(Reporter, WatchesEachDeviceAgainstItsOwnCapacity) {
+  CounterBlock block{};
+  CounterBlock* previous = &counters_block();
+  counters_init_block(block, 1, 0, false);
+  counters_use_block(&block);
+  std::atomic<int> warnings{0}, device{-2};
+  ReporterOptions options;
+  options.period = 1ms;
+  options.device_capacity = one_device_of_64_mib;
+  options.watch.share = 0.5;
+  Reporter reporter;
+  reporter.start(options, nullptr, [&](const CapacityWarning& w) {
+    ++warnings;
+    device = w.device;
+  });
+  counters_device_add(0, 60 << 20);  // no capacity known for device 0
+  counters_device_add(1, 40 << 20);  // past half of device 1's
+  for (int i = 0; i < 200 && warnings.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(10ms);
+  reporter.stop();
+  counters_device_add(0, -(60 << 20));
+  counters_device_add(1, -(40 << 20));
+  counters_use_block(previous);
+  EXPECT_EQ(warnings.load(), 1);
+  EXPECT_EQ(device.load(), 1);
 }
 
 TEST(Segment, AWatcherReadsTheLastValuesUntilItIsRemoved) {

@@ -206,6 +206,20 @@ static void fork_child(void) {
   give(held);
 }
 
+/* Grows by STEP MiB every STEP_MS until TOTAL MiB, holds them HOLD_MS, frees them: a steady
+ * climb (or, with STEP = TOTAL, a flat level) for the capacity watch. */
+static void grow(long total, long step, long step_ms, long hold_ms) {
+  enum { kMaxBlocks = 4096 };
+  static void* blocks[kMaxBlocks];
+  int n = 0;
+  for (long held = 0; held + step <= total && n < kMaxBlocks; held += step) {
+    blocks[n++] = take(malloc((size_t)step * MiB));
+    usleep((useconds_t)(step_ms * 1000));
+  }
+  usleep((useconds_t)(hold_ms * 1000));
+  while (n > 0) give(blocks[--n]);
+}
+
 static void output_checksum(void) {
   unsigned long sum = 0;
   for (int round = 0; round < 50; ++round) {
@@ -275,6 +289,8 @@ int main(int argc, char** argv) {
     /* A workload whose peak is its parameter: N MiB held at once. */
     void* p = take(malloc((size_t)atol(argv[2]) * MiB));
     give(p);
+  } else if (strcmp(mode, "grow") == 0 && argc > 5) {
+    grow(atol(argv[2]), atol(argv[3]), atol(argv[4]), atol(argv[5]));
   } else if (strcmp(mode, "underscore_exit") == 0) {
     take(malloc(2 * MiB));
     _exit(5);
