@@ -49,8 +49,11 @@ std::string loopback_if_no_host(const std::string& endpoint) {
 }
 
 std::optional<Options> parse_options(std::span<char* const> args, std::string& error) {
-  Options o{protocol::default_ingest_endpoint(), protocol::default_query_endpoint(),
-            protocol::default_events_endpoint(), default_db(), false};
+  Options o;
+  o.ingest = protocol::default_ingest_endpoint();
+  o.query = protocol::default_query_endpoint();
+  o.events = protocol::default_events_endpoint();
+  o.db = default_db();
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
     auto value = [&](std::string& slot) {
@@ -61,12 +64,28 @@ std::optional<Options> parse_options(std::span<char* const> args, std::string& e
       slot = args[++i];
       return true;
     };
+    // A number of the watch's settings, by its parser (-1: not one).
+    auto number = [&](double& slot, double (*parse)(std::string_view), const char* expected) {
+      std::string text;
+      if (!value(text)) return false;
+      const double v = parse(text);
+      if (v < 0) {
+        error = std::string(a) + ": expected " + expected + ", got '" + text + "'";
+        return false;
+      }
+      slot = v;
+      return true;
+    };
     bool ok = true;
     if (a == "--ingest") ok = value(o.ingest);
     else if (a == "--query") ok = value(o.query);
     else if (a == "--events") ok = value(o.events);
     else if (a == "--db") ok = value(o.db);
     else if (a == "--foreground") o.foreground = true;
+    else if (a == "--warn-share")
+      ok = number(o.watch.share, protocol::parse_watch_share, "a share like 0.9 or 90%");
+    else if (a == "--warn-horizon")
+      ok = number(o.watch.horizon_s, protocol::parse_watch_seconds, "seconds like 30 (0: never)");
     else {
       error = "unknown option '" + std::string(a) + "' (see memwatchd --help)";
       return std::nullopt;
@@ -95,6 +114,7 @@ bool prepare_paths(const Options& o, std::string& error) {
 
 std::string options_help() {
   return "usage: memwatchd [--ingest EP] [--query EP] [--events EP] [--db PATH] [--foreground]\n"
+         "                [--warn-share SHARE] [--warn-horizon SECONDS]\n"
          "  --ingest EP   where shims report (ZeroMQ ROUTER); default " +
          protocol::default_ingest_endpoint() +
          "\n"
@@ -107,6 +127,10 @@ std::string options_help() {
          "  --db PATH     the SQLite store; default " + default_db() +
          "\n"
          "  --foreground  stay in the foreground (default: detach)\n"
+         "  --warn-share SHARE      warn when a run's live memory passes this share of its\n"
+         "                          capacity (0.9 or 90%); default 90%\n"
+         "  --warn-horizon SECONDS  ... or its growth is on course to within this many seconds\n"
+         "                          (0: never); default 30\n"
          "ipc folders are created with mode 0700; tcp://:PORT binds to 127.0.0.1 only.\n";
 }
 

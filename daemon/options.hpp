@@ -5,6 +5,8 @@
 #include <span>
 #include <string>
 
+#include "memwatch/protocol/trend.hpp"
+
 namespace memwatch::daemon {
 
 struct Options {
@@ -13,6 +15,7 @@ struct Options {
   std::string events;  // PUB of warnings and new models
   std::string db;      // the SQLite file
   bool foreground = false;
+  protocol::WatchSettings watch;  // the running shims' capacity warnings
 };
 
 // Parses argv; on a bad or missing value returns nullopt after writing `error`.

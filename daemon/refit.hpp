@@ -7,12 +7,13 @@
 #include <vector>
 
 #include "memwatch/model/model.hpp"
+#include "memwatch/protocol/wire.hpp"
 #include "store.hpp"
 
 namespace memwatch::daemon {
 
-inline constexpr const char* kHostTarget = "host_peak_bytes";
-inline constexpr const char* kDeviceTarget = "device_peak_bytes";
+inline constexpr const char* kHostTarget = protocol::kHostPeakTarget;
+inline constexpr const char* kDeviceTarget = protocol::kDevicePeakTarget;
 
 // The dataset of `target` over the finished runs that carry every parameter the first one
 // does; empty rows when there is nothing to learn from.

@@ -12,6 +12,7 @@
 #include "refit.hpp"
 #include "segment.hpp"
 #include "verdict.hpp"
+#include "warnings.hpp"
 
 namespace memwatch::daemon {
 
@@ -170,32 +171,17 @@ void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
   ++counts_.runs;
   if (known_workloads_.insert(hello.workload).second)
     counts_.workloads = static_cast<std::int64_t>(known_workloads_.size());
-  peers_[peer] = Peer{run, hello.workload, hello.host_capacity_bytes, 0, false};
+  peers_[peer] = Peer{run, hello.workload, 0, RunWatch(hello)};
   store_.commit_batch();  // acknowledged below: on disk first
   store_.begin_batch();
-  protocol::Verdict verdict;
-  if (const model::Model* m = models_.find(hello.workload, kHostTarget)) {
-    try {
-      verdict = judge(*m, hello);
-    } catch (const std::exception&) {
-      verdict = {};  // the run's parameters are not the model's: no verdict to give
-    }
-  }
+  const protocol::Verdict verdict = judge_run(models_, hello);
   const std::string frame = protocol::encode(verdict);
   std::array<zmq::const_buffer, 2> reply = {zmq::buffer(peer), zmq::buffer(frame)};
   (void)zmq::send_multipart(ingest_, reply, zmq::send_flags::dontwait);
   publish({{"event", "run_started"}, {"run", run}, {"workload", hello.workload}});
   if (verdict.kind == protocol::VerdictKind::over_capacity) {
     ++stats_.warnings;
-    publish({{"event", "warning"},
-             {"kind", "predicted_oom"},
-             {"run", run},
-             {"workload", hello.workload},
-             {"predicted_bytes", verdict.predicted_bytes},
-             {"upper_bytes", verdict.upper_bytes},
-             {"capacity_bytes", verdict.capacity_bytes},
-             {"vary", verdict.vary},
-             {"largest_fitting", verdict.largest_fitting}});
+    publish(predicted_oom_event(verdict, run, hello.workload));
   }
 }
 
@@ -205,18 +191,9 @@ void Server::on_sample(Peer& peer, const protocol::Sample& sample) {
   store_.add_sample(peer.run, sample, /*new_peak=*/peak > peer.peak_bytes);
   peer.peak_bytes = std::max(peer.peak_bytes, peak);
   ++counts_.samples;
-  constexpr double kWarnShare = 0.9;
-  if (!peer.warned && peer.host_capacity_bytes > 0 &&
-      static_cast<double>(sample.host_live_bytes) >
-          kWarnShare * static_cast<double>(peer.host_capacity_bytes)) {
-    peer.warned = true;
+  for (const json& warning : peer.watch.observe(sample, options_.watch, peer.run, peer.workload)) {
     ++stats_.warnings;
-    publish({{"event", "warning"},
-             {"kind", "near_capacity"},
-             {"run", peer.run},
-             {"workload", peer.workload},
-             {"live_bytes", sample.host_live_bytes},
-             {"capacity_bytes", peer.host_capacity_bytes}});
+    publish(warning);
   }
 }
 

@@ -14,6 +14,7 @@
 #include "models.hpp"
 #include "options.hpp"
 #include "query.hpp"
+#include "run_watch.hpp"
 #include "store.hpp"
 
 namespace memwatch::daemon {
@@ -28,9 +29,8 @@ struct IngestStats {
 struct Peer {
   std::int64_t run = 0;
   std::string workload;
-  std::int64_t host_capacity_bytes = 0;
   std::int64_t peak_bytes = 0;  // host + device peak last recorded in the runs table
-  bool warned = false;  // the mid-run capacity warning is sent once
+  RunWatch watch;               // live memory against the capacities of its HELLO
 };
 
 class Server {

@@ -195,8 +195,10 @@ void act_on_verdict(const memwatch::protocol::Verdict& v) {
     std::snprintf(value, sizeof value, "%g", v.largest_fitting);
     fits = "the largest " + v.vary + " that fits is " + value;
   }
-  log_line("warning: predicted peak %s (upper bound %s) exceeds the capacity %s; %s",
-           gib(v.predicted_bytes).c_str(), gib(v.upper_bytes).c_str(),
+  // A device verdict names the device; the host's line stays as users know it.
+  const char* memory = v.target == memwatch::protocol::kDevicePeakTarget ? "device " : "";
+  log_line("warning: predicted %speak %s (upper bound %s) exceeds the %scapacity %s; %s", memory,
+           gib(v.predicted_bytes).c_str(), gib(v.upper_bytes).c_str(), memory,
            gib(v.capacity_bytes).c_str(), fits.c_str());
   if (g_config.on_oom == OnOom::abort) {
     log_line("stopping the program before it allocates (MEMWATCH_ON_OOM=abort), exit status %d",

@@ -77,10 +77,14 @@ struct Bye {
   friend bool operator==(const Bye&, const Bye&) = default;
 };
 
+// The models' targets, as a Verdict names them.
+inline constexpr const char* kHostPeakTarget = "host_peak_bytes";
+inline constexpr const char* kDevicePeakTarget = "device_peak_bytes";
+
 // The daemon's answer to Hello.
 struct Verdict {
   VerdictKind kind = VerdictKind::no_model;
-  std::string target;   // "host_peak_bytes" or "device_peak_bytes"
+  std::string target;  // kHostPeakTarget or kDevicePeakTarget: the model judged
   std::string formula;
   double predicted_bytes = 0;
   double upper_bytes = 0;

@@ -1,0 +1,121 @@
+// The verdict at HELLO from both models of a workload, fitted on stored runs whose peaks follow
+// a known law: the device model against the devices' capacities, the host model against the
+// host's, the over-capacity one sent back (the device's first).
+#include "verdict.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "memwatch/model/model_json.hpp"
+#include "models.hpp"
+#include "process.hpp"
+#include "refit.hpp"
+
+using namespace memwatch;
+using namespace memwatch::daemon;
+
+namespace {
+
+constexpr double MiB = 1 << 20;
+
+// Host peak 100 MiB + mib/4 MiB, device peak mib MiB.
+class VerdictTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int mib : {8, 16, 24, 32, 48, 64, 96, 128}) {
+      protocol::Hello h;
+      h.workload = "grows";
+      h.params = {{"mib", mib}};
+      const std::int64_t run = store_.begin_run(h, 1);
+      protocol::Bye b;
+      b.host_peak_bytes = static_cast<std::int64_t>(100 * MiB + mib * MiB / 4);
+      b.device_peak_bytes = static_cast<std::int64_t>(mib * MiB);
+      store_.finish_run(run, b);
+    }
+    for (const char* target : {kHostTarget, kDeviceTarget}) {
+      std::string why;
+      const auto m = fit_runs(store_.runs("grows"), target, why);
+      ASSERT_TRUE(m.has_value()) << target << ": " << why;
+      store_.save_model("grows", target, model::to_json(*m, -1), 8, 1);
+    }
+    models_.reload("grows");
+  }
+
+  static protocol::Hello hello(double mib, double host_capacity,
+                               std::vector<std::int64_t> device_capacities) {
+    protocol::Hello h;
+    h.workload = "grows";
+    h.params = {{"mib", mib}};
+    h.host_capacity_bytes = static_cast<std::int64_t>(host_capacity);
+    h.device_capacity_bytes = std::move(device_capacities);
+    return h;
+  }
+
+  test::TempDir dir_;
+  Store store_{dir_.file("m.db")};
+  ModelCache models_{store_};
+};
+
+TEST_F(VerdictTest, TheDeviceModelIsRefittedFromDevicePeaks) {
+  const model::Model* m = models_.find("grows", kDeviceTarget);
+  ASSERT_NE(m, nullptr);
+  EXPECT_NEAR(m->predict(point_of({{"mib", 200}})).value, 200 * MiB, 0.01 * MiB);
+}
+
+TEST_F(VerdictTest, ADeviceOverItsCapacityIsTheVerdictNamingTheDevice) {
+  const auto v = judge_run(models_, hello(512, 1024 * MiB, {256 * (1 << 20)}));
+  EXPECT_EQ(v.kind, protocol::VerdictKind::over_capacity);
+  EXPECT_EQ(v.target, kDeviceTarget);
+  EXPECT_NEAR(v.predicted_bytes, 512 * MiB, 0.1 * MiB);
+  EXPECT_EQ(v.capacity_bytes, 256 * MiB);
+  EXPECT_EQ(v.vary, "mib");
+  EXPECT_GE(v.largest_fitting, 230);  // the bound widens off the runs' range
+  EXPECT_LE(v.largest_fitting, 256);
+}
+
+TEST_F(VerdictTest, TheDevicesCapacitiesAddUp) {
+  // The model predicts the sum of the devices' peaks: two of 256 MiB hold 300 MiB, one not.
+  const std::int64_t quarter = 256 << 20;
+  EXPECT_EQ(judge_run(models_, hello(300, 1024 * MiB, {quarter, 0, quarter})).kind,
+            protocol::VerdictKind::fits);
+  EXPECT_EQ(judge_run(models_, hello(300, 1024 * MiB, {quarter})).kind,
+            protocol::VerdictKind::over_capacity);
+  EXPECT_EQ(device_capacity_of(hello(1, 0, {quarter, -1, quarter})), 2 * quarter);
+  const std::int64_t most = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(device_capacity_of(hello(1, 0, {most, most})), most);
+}
+
+TEST_F(VerdictTest, BothOverTheDeviceFirstAndWhatFitsFitsBoth) {
+  // Host: 100 + 128 MiB at 512 over 150 MiB, fits up to mib 200; device up to 256.
+  const auto v = judge_run(models_, hello(512, 150 * MiB, {256 << 20}));
+  EXPECT_EQ(v.kind, protocol::VerdictKind::over_capacity);
+  EXPECT_EQ(v.target, kDeviceTarget);
+  EXPECT_GE(v.largest_fitting, 180);
+  EXPECT_LE(v.largest_fitting, 200);
+}
+
+TEST_F(VerdictTest, OnlyTheHostOverIsTheHostsVerdict) {
+  const auto v = judge_run(models_, hello(512, 150 * MiB, {}));
+  EXPECT_EQ(v.kind, protocol::VerdictKind::over_capacity);
+  EXPECT_EQ(v.target, kHostTarget);
+}
+
+TEST_F(VerdictTest, WhenBothFitTheHostsVerdictIsSent) {
+  const auto v = judge_run(models_, hello(64, 1024 * MiB, {1 << 30}));
+  EXPECT_EQ(v.kind, protocol::VerdictKind::fits);
+  EXPECT_EQ(v.target, kHostTarget);
+  // No device capacity named: the device model has nothing to judge against.
+  EXPECT_EQ(judge_run(models_, hello(100000, 0, {})).kind, protocol::VerdictKind::fits);
+}
+
+TEST_F(VerdictTest, NoModelOrParametersNotTheModelsGiveNoVerdict) {
+  auto other = hello(64, MiB, {1 << 20});
+  other.workload = "unknown";
+  EXPECT_EQ(judge_run(models_, other).kind, protocol::VerdictKind::no_model);
+  auto wrong = hello(64, MiB, {1 << 20});
+  wrong.params = {{"batch", 4}};
+  EXPECT_EQ(judge_run(models_, wrong).kind, protocol::VerdictKind::no_model);
+}
+
+}  // namespace
