@@ -10,11 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 #include <zmq.hpp>
 
+#include "daemon_process.hpp"
 #include "memwatch/protocol/wire.hpp"
 #include "process.hpp"
 #include "segment.hpp"
@@ -22,6 +23,7 @@
 using nlohmann::json;
 using namespace memwatch;
 using namespace std::chrono_literals;
+using memwatch::test::all_finished;
 
 namespace {
 
@@ -30,70 +32,11 @@ const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kPatterns = MEMWATCH_PATTERNS_PATH;
 const std::string kCli = MEMWATCH_CLI_PATH;
 
-// A memwatchd in the foreground on ipc endpoints of its own; killed with the object.
-class Daemon {
+// The daemon under test, on endpoints under `dir`.
+class Daemon : public test::DaemonProcess {
  public:
   explicit Daemon(const std::string& dir, const std::string& db = "")
-      : dir_(dir), db_(db.empty() ? dir + "/state/memwatch.db" : db) {
-    start();
-  }
-  ~Daemon() { stop(SIGTERM); }
-
-  void start() {
-    pid_ = fork();
-    if (pid_ == 0) {
-      const std::string err = dir_ + "/daemon.err";
-      freopen(err.c_str(), "a", stderr);
-      execl(kDaemon.c_str(), kDaemon.c_str(), "--ingest", ingest().c_str(), "--query",
-            query().c_str(), "--events", events().c_str(), "--db", db_.c_str(), "--foreground",
-            nullptr);
-      _exit(127);
-    }
-    for (int i = 0; i < 200 && !std::filesystem::exists(dir_ + "/sock/query"); ++i)
-      std::this_thread::sleep_for(10ms);
-  }
-  void stop(int sig) {
-    if (pid_ <= 0) return;
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-
-  std::string ingest() const { return "ipc://" + dir_ + "/sock/ingest"; }
-  std::string query() const { return "ipc://" + dir_ + "/sock/query"; }
-  std::string events() const { return "ipc://" + dir_ + "/sock/events"; }
-  std::string sock_dir() const { return dir_ + "/sock"; }
-
-  json ask(const json& request) {
-    zmq::socket_t s(context_, zmq::socket_type::req);
-    s.set(zmq::sockopt::linger, 0);
-    s.set(zmq::sockopt::rcvtimeo, 5000);
-    s.connect(query());
-    const std::string text = request.is_string() ? request.get<std::string>() : request.dump();
-    s.send(zmq::buffer(text), zmq::send_flags::none);
-    zmq::message_t reply;
-    if (!s.recv(reply)) return json{{"ok", false}, {"error", "no reply"}};
-    return json::parse(reply.to_string());
-  }
-
-  // Polls until `done(runs)` or a deadline.
-  json wait_runs(const std::string& workload, const std::function<bool(const json&)>& done) {
-    json runs;
-    for (int i = 0; i < 300; ++i) {
-      runs = ask({{"op", "runs"}, {"workload", workload}})["runs"];
-      if (done(runs)) break;
-      std::this_thread::sleep_for(20ms);
-    }
-    return runs;
-  }
-
-  zmq::context_t context_;
-
- private:
-  std::string dir_;
-  std::string db_;
-  pid_t pid_ = -1;
+      : DaemonProcess(kDaemon, dir, db) {}
 };
 
 test::Environment shim_env(const Daemon& d, const std::string& workload, const std::string& params) {
@@ -101,13 +44,6 @@ test::Environment shim_env(const Daemon& d, const std::string& workload, const s
           {"MEMWATCH_ENDPOINT", d.ingest()},
           {"MEMWATCH_WORKLOAD", workload},
           {"MEMWATCH_PARAMS", params}};
-}
-
-bool all_finished(const json& runs, std::size_t n) {
-  if (runs.size() != n) return false;
-  for (const auto& r : runs)
-    if (r["status"] != "finished") return false;
-  return true;
 }
 
 TEST(Daemon, RunsFromSeveralProcessesAtOnceAreAllStoredWithTheirPeaks) {
@@ -235,6 +171,12 @@ TEST(Daemon, BadCommandLinesAreRefusedWithAClearMessage) {
   const auto unknown = test::run({kDaemon, "--frobnicate"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("--frobnicate"), std::string::npos);
+  const auto bad_share = test::run({kDaemon, "--warn-share", "1.5"});
+  EXPECT_EQ(bad_share.exit_code, 2);
+  EXPECT_NE(bad_share.err.find("--warn-share"), std::string::npos) << bad_share.err;
+  const auto bad_horizon = test::run({kDaemon, "--warn-horizon", "soon"});
+  EXPECT_EQ(bad_horizon.exit_code, 2);
+  EXPECT_NE(bad_horizon.err.find("soon"), std::string::npos) << bad_horizon.err;
   const auto bad_endpoint = test::run({kDaemon, "--query", "localhost:1"});
   EXPECT_EQ(bad_endpoint.exit_code, 2);
   EXPECT_NE(bad_endpoint.err.find("localhost:1"), std::string::npos);
@@ -301,10 +243,16 @@ TEST(Daemon, AnOversizedRunIsWarnedBeforeItAllocatesAndAbortStopsIt) {
   ASSERT_EQ(wait_model(daemon, "grows")["ok"], true);
   auto env = shim_env(daemon, "grows", "mib=64");
   env["MEMWATCH_CAPACITY"] = "host=32MiB";
+  test::EventLog events(daemon);
   const auto warned = test::run({kPatterns, "alloc_mib", "64"}, env);
   EXPECT_EQ(warned.exit_code, 0);
   EXPECT_NE(warned.err.find("memwatch: warning: predicted peak"), std::string::npos) << warned.err;
   EXPECT_NE(warned.err.find("the largest mib that fits is"), std::string::npos) << warned.err;
+  const auto published =
+      events.wait_for([](const json& e) { return e["kind"] == "predicted_oom"; }, 5s);
+  ASSERT_TRUE(published.has_value());
+  EXPECT_EQ((*published)["target"], "host_peak_bytes");
+  EXPECT_EQ((*published)["memory"], "host");
   env["MEMWATCH_ON_OOM"] = "abort";
   const auto stopped = test::run({kPatterns, "alloc_mib", "64"}, env);
   EXPECT_EQ(stopped.exit_code, 75) << stopped.err;

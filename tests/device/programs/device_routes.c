@@ -273,6 +273,28 @@ static void threads(void) {
   for (int i = 0; i < 4; ++i) pthread_join(t[i], NULL);
 }
 
+/* A workload whose device peak is its parameter: N MiB on device 0, held at once. */
+static void alloc_mib(long mib) {
+  void* p;
+  CHECK(cudaSetDevice(0));
+  CHECK(cudaMalloc(&p, (size_t)mib * MiB));
+  CHECK(cudaFree(p));
+}
+
+/* STEP MiB more on device 0 every STEP_MS until TOTAL MiB, held HOLD_MS, then freed. */
+static void grow(long total, long step, long step_ms, long hold_ms) {
+  enum { kMaxBlocks = 1024 };
+  static void* blocks[kMaxBlocks];
+  int n = 0;
+  CHECK(cudaSetDevice(0));
+  for (long held = 0; held + step <= total && n < kMaxBlocks; held += step) {
+    CHECK(cudaMalloc(&blocks[n++], (size_t)step * MiB));
+    usleep((useconds_t)(step_ms * 1000));
+  }
+  usleep((useconds_t)(hold_ms * 1000));
+  while (n > 0) CHECK(cudaFree(blocks[--n]));
+}
+
 /* dlsym(RTLD_NEXT) from the program must still answer relative to the program: the next
  * malloc after the executable is the preloaded one, the same that RTLD_DEFAULT finds. */
 static void rtld_next(void) {
@@ -304,6 +326,9 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "entry_vmm") == 0) entry_vmm();
   else if (strcmp(mode, "threads") == 0) threads();
   else if (strcmp(mode, "rtld_next") == 0) rtld_next();
+  else if (strcmp(mode, "alloc_mib") == 0 && argc > 2) alloc_mib(atol(argv[2]));
+  else if (strcmp(mode, "grow") == 0 && argc > 5)
+    grow(atol(argv[2]), atol(argv[3]), atol(argv[4]), atol(argv[5]));
   else return 64;
 #endif
   print_truth();
