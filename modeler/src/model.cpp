@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 namespace memwatch::model {
 
@@ -78,18 +79,33 @@ Model fit(const Dataset& d, const FitOptions& options) {
   m.params = d.params;
   m.categories = d.categories;
   for (auto& g : split_by_category(d)) {
-    SubModel part;
+    std::vector<SubModel> parts;
     try {
-      part = fit_group(g.data, options);
+      parts = fit_regimes(g.data, options, options.split_depth);
     } catch (const FitError& e) {
       if (g.labels.empty()) throw;
       throw FitError(e.line, labels_text(g.labels) + ": " + e.what());
     }
-    part.labels = std::move(g.labels);
-    m.parts.push_back(std::move(part));
+    for (auto& part : parts) {
+      part.labels = g.labels;
+      m.parts.push_back(std::move(part));
+    }
   }
   if (m.parts.empty()) throw FitError(0, "no runs to fit");
   return m;
+}
+
+std::vector<double> Model::values_of(const Point& p) const {
+  std::vector<double> x;
+  for (const auto& name : params) {
+    auto it = p.values.find(name);
+    if (it == p.values.end()) throw std::invalid_argument("missing parameter '" + name + "'");
+    x.push_back(it->second);
+  }
+  for (const auto& [k, v] : p.values)
+    if (std::find(params.begin(), params.end(), k) == params.end())
+      throw std::invalid_argument("unknown parameter '" + k + "'");
+  return x;
 }
 
 const SubModel& Model::part_for(const Point& p) const {
@@ -99,10 +115,13 @@ const SubModel& Model::part_for(const Point& p) const {
   for (const auto& [k, v] : p.labels)
     if (std::find(categories.begin(), categories.end(), k) == categories.end())
       throw std::invalid_argument("unknown categorical parameter '" + k + "'");
+  const std::vector<double> x = values_of(p);
   for (const auto& part : parts)
-    if (part.labels == p.labels) return part;
+    if (part.labels == p.labels && inside(part.domain, x)) return part;
+  std::set<std::string> groups;
+  for (const auto& part : parts) groups.insert(labels_text(part.labels));
   std::string have;
-  for (const auto& part : parts) have += (have.empty() ? "" : "; ") + labels_text(part.labels);
+  for (const auto& g : groups) have += (have.empty() ? "" : "; ") + g;
   throw std::invalid_argument("no model for " + labels_text(p.labels) + " (models exist for " +
                               have + ")");
 }
@@ -123,25 +142,15 @@ Prediction Model::predict(const SubModel& part, std::span<const double> x) const
   return out;
 }
 
-Prediction Model::predict(const Point& p) const {
-  const SubModel& part = part_for(p);
-  std::vector<double> x;
-  for (const auto& name : params) {
-    auto it = p.values.find(name);
-    if (it == p.values.end()) throw std::invalid_argument("missing parameter '" + name + "'");
-    x.push_back(it->second);
-  }
-  for (const auto& [k, v] : p.values)
-    if (std::find(params.begin(), params.end(), k) == params.end())
-      throw std::invalid_argument("unknown parameter '" + k + "'");
-  return predict(part, x);
-}
+Prediction Model::predict(const Point& p) const { return predict(part_for(p), values_of(p)); }
 
 std::string Model::describe() const {
   std::string s;
   char buf[256];
   for (const auto& part : parts) {
-    if (!part.labels.empty()) s += "[" + labels_text(part.labels) + "]\n";
+    std::string where = labels_text(part.labels);
+    for (const auto& c : part.domain) where += (where.empty() ? "" : ", ") + c.to_string(params);
+    if (!where.empty()) s += "[" + where + "]\n";
     s += target + " = " + part.function.to_string(params) + "\n";
     std::snprintf(buf, sizeof buf, "  constant      %.9g\n", part.function.constant);
     s += buf;

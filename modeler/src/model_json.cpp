@@ -65,6 +65,10 @@ std::string to_json(const Model& m, int indent) {
     ojson j{
         {"labels", p.labels}, {"formula", p.function.to_string(m.params)}, {"search", p.search}};
     j.update(function_json(p.function, m.params));
+    ojson domain = ojson::array();
+    for (const auto& c : p.domain)
+      domain.push_back({{"param", m.params[c.param]}, {"at", c.at}, {"above", c.above}});
+    j["domain"] = std::move(domain);
     j["loo_mape"] = p.loo_mape;
     j["train_mape"] = p.train_mape;
     j["runs"] = p.runs;
@@ -112,6 +116,10 @@ Model model_from_json(std::string_view text) {
       SubModel p;
       p.labels = jp.at("labels").get<std::map<std::string, std::string>>();
       p.function = function_from(jp, m.params);
+      if (jp.contains("domain"))
+        for (const auto& c : jp.at("domain"))
+          p.domain.push_back(Cut{param_index(m.params, c.at("param").get<std::string>()),
+                                 c.at("at").get<double>(), c.at("above").get<bool>()});
       p.search = jp.at("search").get<std::string>();
       p.loo_mape = jp.at("loo_mape").get<double>();
       p.train_mape = jp.at("train_mape").get<double>();

@@ -1,5 +1,5 @@
 // The modeler's API: fit a Dataset into a Model, ask the Model for predictions with an upper
-// bound. A Model holds one SubModel per combination of categorical labels.
+// bound. A Model holds one SubModel per combination of categorical labels and regime.
 #pragma once
 
 #include <limits>
@@ -11,6 +11,7 @@
 #include "memwatch/model/dataset.hpp"
 #include "memwatch/model/function.hpp"
 #include "memwatch/model/gp_search.hpp"
+#include "memwatch/model/regime.hpp"
 #include "memwatch/model/term_search.hpp"
 #include "memwatch/model/upper_bound.hpp"
 
@@ -24,6 +25,15 @@ struct FitOptions {
   double gp_above = 0.005;
   double bound_level = 0.95;
   std::size_t runner_ups = 3;  // alternative models kept to widen the bound off the data's range
+  // Regimes: when the whole fit's leave-one-out MAPE is above `split_above`, the runs are cut in
+  // two at the break that fits best (and each side again, up to `split_depth` levels); the cut
+  // is kept only when it brings the leave-one-out MAPE below `split_gain` times the whole's.
+  // A side needs at least `min_regime_runs` runs (0: three per fitted coefficient).
+  double split_above = 0.005;
+  double split_gain = 0.75;
+  std::size_t split_depth = 2;
+  std::size_t split_lookahead = 3;  // cuts screened again with their sides cut too
+  std::size_t min_regime_runs = 0;
 };
 
 // A dataset the modeler cannot fit: too few runs for the parameters (in some category).
@@ -35,6 +45,7 @@ struct FitError : std::runtime_error {
 
 struct SubModel {
   std::map<std::string, std::string> labels;  // empty when there are no categories
+  std::vector<Cut> domain;                    // empty when one regime covers every value
   Function function;
   std::string search;  // "terms" or "terms+gp": which search found the function
   double loo_mape = 0;
@@ -61,6 +72,8 @@ struct Model {
   [[nodiscard]] Prediction predict(const Point& p) const;
   [[nodiscard]] Prediction predict(const SubModel& part, std::span<const double> x) const;
   [[nodiscard]] const SubModel& part_for(const Point& p) const;
+  // The point's numeric values in parameter order; throws for a missing or unknown one.
+  [[nodiscard]] std::vector<double> values_of(const Point& p) const;
   // Formula, coefficients, errors and bound method of every part, for people.
   [[nodiscard]] std::string describe() const;
 };
@@ -69,5 +82,10 @@ struct Model {
 
 // The fitted parts without the packaging: one group's model (used by fit, and by the bench).
 [[nodiscard]] SubModel fit_group(const Dataset& d, const FitOptions& options);
+
+// One group's model cut into regimes where that fits clearly better (regimes.cpp); a single
+// part with an empty domain otherwise.
+[[nodiscard]] std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options,
+                                                std::size_t depth);
 
 }  // namespace memwatch::model
