@@ -50,7 +50,7 @@ std::string loopback_if_no_host(const std::string& endpoint) {
 
 std::optional<Options> parse_options(std::span<char* const> args, std::string& error) {
   Options o{protocol::default_ingest_endpoint(), protocol::default_query_endpoint(),
-            protocol::default_events_endpoint(), default_db(), false};
+            protocol::default_events_endpoint(), default_db(), "", false};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
     auto value = [&](std::string& slot) {
@@ -66,6 +66,7 @@ std::optional<Options> parse_options(std::span<char* const> args, std::string& e
     else if (a == "--query") ok = value(o.query);
     else if (a == "--events") ok = value(o.events);
     else if (a == "--db") ok = value(o.db);
+    else if (a == "--curve-keys") ok = value(o.curve_keys);
     else if (a == "--foreground") o.foreground = true;
     else {
       error = "unknown option '" + std::string(a) + "' (see memwatchd --help)";
@@ -94,7 +95,8 @@ bool prepare_paths(const Options& o, std::string& error) {
 }
 
 std::string options_help() {
-  return "usage: memwatchd [--ingest EP] [--query EP] [--events EP] [--db PATH] [--foreground]\n"
+  return "usage: memwatchd [--ingest EP] [--query EP] [--events EP] [--db PATH] "
+         "[--curve-keys DIR] [--foreground]\n"
          "  --ingest EP   where shims report (ZeroMQ ROUTER); default " +
          protocol::default_ingest_endpoint() +
          "\n"
@@ -106,8 +108,13 @@ std::string options_help() {
          "\n"
          "  --db PATH     the SQLite store; default " + default_db() +
          "\n"
+         "  --curve-keys DIR  CurveZMQ on all three sockets, with DIR/server.key as the\n"
+         "                daemon's secret key; only clients whose public key is DIR/client.pub\n"
+         "                or DIR/clients/*.pub are let in (make DIR: `memwatch keygen DIR`)\n"
          "  --foreground  stay in the foreground (default: detach)\n"
-         "ipc folders are created with mode 0700; tcp://:PORT binds to 127.0.0.1 only.\n";
+         "ipc folders are created with mode 0700; tcp://:PORT binds to 127.0.0.1 only. Without\n"
+         "--curve-keys, tcp endpoints are neither encrypted nor authenticated: to take runs\n"
+         "from other nodes, bind tcp://0.0.0.0:PORT with --curve-keys.\n";
 }
 
 }  // namespace memwatch::daemon
