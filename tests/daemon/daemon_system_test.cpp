@@ -15,6 +15,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "daemon_process.hpp"
 #include "memwatch/protocol/wire.hpp"
 #include "process.hpp"
 #include "segment.hpp"
@@ -30,84 +31,14 @@ const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kPatterns = MEMWATCH_PATTERNS_PATH;
 const std::string kCli = MEMWATCH_CLI_PATH;
 
-// A memwatchd in the foreground on ipc endpoints of its own; killed with the object.
-class Daemon {
- public:
-  explicit Daemon(const std::string& dir, const std::string& db = "")
-      : dir_(dir), db_(db.empty() ? dir + "/state/memwatch.db" : db) {
-    start();
-  }
-  ~Daemon() { stop(SIGTERM); }
-
-  void start() {
-    pid_ = fork();
-    if (pid_ == 0) {
-      const std::string err = dir_ + "/daemon.err";
-      freopen(err.c_str(), "a", stderr);
-      execl(kDaemon.c_str(), kDaemon.c_str(), "--ingest", ingest().c_str(), "--query",
-            query().c_str(), "--events", events().c_str(), "--db", db_.c_str(), "--foreground",
-            nullptr);
-      _exit(127);
-    }
-    for (int i = 0; i < 200 && !std::filesystem::exists(dir_ + "/sock/query"); ++i)
-      std::this_thread::sleep_for(10ms);
-  }
-  void stop(int sig) {
-    if (pid_ <= 0) return;
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-
-  std::string ingest() const { return "ipc://" + dir_ + "/sock/ingest"; }
-  std::string query() const { return "ipc://" + dir_ + "/sock/query"; }
-  std::string events() const { return "ipc://" + dir_ + "/sock/events"; }
-  std::string sock_dir() const { return dir_ + "/sock"; }
-
-  json ask(const json& request) {
-    zmq::socket_t s(context_, zmq::socket_type::req);
-    s.set(zmq::sockopt::linger, 0);
-    s.set(zmq::sockopt::rcvtimeo, 5000);
-    s.connect(query());
-    const std::string text = request.is_string() ? request.get<std::string>() : request.dump();
-    s.send(zmq::buffer(text), zmq::send_flags::none);
-    zmq::message_t reply;
-    if (!s.recv(reply)) return json{{"ok", false}, {"error", "no reply"}};
-    return json::parse(reply.to_string());
-  }
-
-  // Polls until `done(runs)` or a deadline.
-  json wait_runs(const std::string& workload, const std::function<bool(const json&)>& done) {
-    json runs;
-    for (int i = 0; i < 300; ++i) {
-      runs = ask({{"op", "runs"}, {"workload", workload}})["runs"];
-      if (done(runs)) break;
-      std::this_thread::sleep_for(20ms);
-    }
-    return runs;
-  }
-
-  zmq::context_t context_;
-
- private:
-  std::string dir_;
-  std::string db_;
-  pid_t pid_ = -1;
-};
+using test::all_finished;
+using test::Daemon;
 
 test::Environment shim_env(const Daemon& d, const std::string& workload, const std::string& params) {
   return {{"LD_PRELOAD", kShim},
           {"MEMWATCH_ENDPOINT", d.ingest()},
           {"MEMWATCH_WORKLOAD", workload},
           {"MEMWATCH_PARAMS", params}};
-}
-
-bool all_finished(const json& runs, std::size_t n) {
-  if (runs.size() != n) return false;
-  for (const auto& r : runs)
-    if (r["status"] != "finished") return false;
-  return true;
 }
 
 TEST(Daemon, RunsFromSeveralProcessesAtOnceAreAllStoredWithTheirPeaks) {
