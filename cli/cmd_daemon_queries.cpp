@@ -50,6 +50,7 @@ template <typename Print>
 int query(std::span<char* const> argv, std::vector<std::string_view> valued, json request,
           std::vector<std::string> required, Print print) {
   valued.push_back("query");
+  valued.push_back("curve-keys");
   const Args args(argv, valued, {"json"});
   for (const std::string& field : required) request[field] = args.required(field);
   if (!args.positional().empty()) request["params"] = params_from_words(args.positional());
@@ -59,7 +60,7 @@ int query(std::span<char* const> argv, std::vector<std::string_view> valued, jso
     if (bytes <= 0) throw UsageError("--capacity expects a size like 24GiB, got '" + *c + "'");
     request["capacity_bytes"] = bytes;
   }
-  const json reply = ask_daemon(query_endpoint(args.value("query").value_or("")), request);
+  const json reply = ask_daemon(daemon_query(args), request);
   if (args.flag("json"))
     std::puts(reply.dump(2).c_str());
   else
@@ -76,6 +77,8 @@ int cmd_status(std::span<char* const> argv) {
                 r["workloads"].get<long long>(), r["samples"].get<long long>());
     std::printf("store %s, ingest %s, up %.0f s\n", r["db"].get<std::string>().c_str(),
                 r["ingest"].get<std::string>().c_str(), r["uptime_s"].get<double>());
+    if (r.value("curve", false))
+      std::printf("CurveZMQ on, %lld handshakes refused\n", r["refused_clients"].get<long long>());
   });
 }
 

@@ -77,7 +77,8 @@ void run_gnuplot(const std::string& program) {
 }  // namespace
 
 int cmd_plot(std::span<char* const> argv) {
-  const Args args(argv, {"workload", "x", "by", "target", "capacity", "out", "query"}, {});
+  const Args args(argv, {"workload", "x", "by", "target", "capacity", "out", "query", "curve-keys"},
+                  {});
   const std::string workload = args.required("workload");
   const std::string x = args.required("x");
   const std::string out = args.required("out");
@@ -88,9 +89,9 @@ int cmd_plot(std::span<char* const> argv) {
   if (auto c = args.value("capacity")) {
     capacity = parse_number(*c, "--capacity (bytes)");
   }
-  const std::string endpoint = query_endpoint(args.value("query").value_or(""));
+  const DaemonQuery daemon = daemon_query(args);
 
-  const json runs_all = ask_daemon(endpoint, {{"op", "runs"}, {"workload", workload}})["runs"];
+  const json runs_all = ask_daemon(daemon, {{"op", "runs"}, {"workload", workload}})["runs"];
   json runs = json::array();
   for (const auto& r : runs_all)
     if (r["status"] == "finished" && r["params"].contains(x)) runs.push_back(r);
@@ -131,8 +132,9 @@ int cmd_plot(std::span<char* const> argv) {
       json params = held;
       params[x] = xv;
       if (!by.empty()) params[by] = g;
-      const json p = ask_daemon(endpoint, {{"op", "predict"}, {"workload", workload},
-                                           {"target", target}, {"params", params}});
+      const json p = ask_daemon(
+          daemon,
+          {{"op", "predict"}, {"workload", workload}, {"target", target}, {"params", params}});
       data += std::to_string(xv) + " " + std::to_string(p["peak_bytes"].get<double>() / 1048576.0) +
               " " + std::to_string(p["upper_bytes"].get<double>() / 1048576.0) + "\n";
     }

@@ -17,6 +17,7 @@ int cmd_predict(std::span<char* const> args);
 int cmd_sweep(std::span<char* const> args);
 int cmd_plot(std::span<char* const> args);
 int cmd_max(std::span<char* const> args);
+int cmd_keygen(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array table{
@@ -24,7 +25,7 @@ std::span<const Command> commands() {
               cmd_sweep},
       Command{"run", "run a command under the shim: run [--workload W] [--param k=v] -- CMD",
               cmd_run},
-      Command{"status", "the daemon's state [--query EP] [--json]", cmd_status},
+      Command{"status", "the daemon's state [--query EP] [--curve-keys DIR] [--json]", cmd_status},
       Command{"workloads", "the workloads the daemon has runs of [--json]", cmd_workloads},
       Command{"runs", "the runs of a workload: runs --workload W [--json]", cmd_runs},
       Command{"model", "a workload's model: model --workload W --target T [--json]", cmd_model},
@@ -35,6 +36,8 @@ std::span<const Command> commands() {
               cmd_max},
       Command{"plot", "draw runs and model: plot --workload W --x P [--by P] --out F.png|.svg",
               cmd_plot},
+      Command{"keygen", "CurveZMQ keys for a daemon and its nodes: keygen DIR [--force]",
+              cmd_keygen},
       Command{"version", "print memwatch's version", cmd_version},
   };
   return table;

@@ -5,20 +5,44 @@
 #include <stdexcept>
 #include <zmq.hpp>
 
+#include "memwatch/protocol/curve_keys.hpp"
 #include "memwatch/protocol/endpoints.hpp"
 
 namespace memwatch::cli {
 
-std::string query_endpoint(const std::string& from_option) {
-  if (!from_option.empty()) return from_option;
-  if (const char* e = std::getenv("MEMWATCH_QUERY"); e && *e) return e;
-  return protocol::default_query_endpoint();
+namespace {
+
+std::string from_option_or_env(const Args& args, const char* option, const char* variable) {
+  if (auto v = args.value(option)) return *v;
+  if (const char* e = std::getenv(variable); e && *e) return e;
+  return "";
 }
 
-nlohmann::json ask_daemon(const std::string& endpoint, const nlohmann::json& request,
+void make_curve_client(zmq::socket_t& socket, const std::string& dir) {
+  if (zmq_has("curve") == 0)
+    throw std::runtime_error("this libzmq was built without CURVE (libsodium): cannot use " + dir);
+  protocol::CurveClientKeys keys;
+  std::string error;
+  if (!protocol::read_client_keys(dir, keys, error)) throw UsageError(error);
+  socket.set(zmq::sockopt::curve_serverkey, zmq::buffer(keys.server_public));
+  socket.set(zmq::sockopt::curve_publickey, zmq::buffer(keys.client_public));
+  socket.set(zmq::sockopt::curve_secretkey, zmq::buffer(keys.client_secret));
+}
+
+}  // namespace
+
+DaemonQuery daemon_query(const Args& args) {
+  DaemonQuery q{from_option_or_env(args, "query", "MEMWATCH_QUERY"),
+                from_option_or_env(args, "curve-keys", "MEMWATCH_CURVE_KEYS")};
+  if (q.endpoint.empty()) q.endpoint = protocol::default_query_endpoint();
+  return q;
+}
+
+nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& request,
                           std::chrono::milliseconds deadline) {
-  const std::string no_daemon = "no memwatchd answered at " + endpoint +
-                                " (start it with `memwatchd`, or name it with --query)";
+  const std::string& endpoint = daemon.endpoint;
+  std::string no_daemon = "no memwatchd answered at " + endpoint +
+                          " (start it with `memwatchd`, or name it with --query)";
   // An ipc endpoint without its socket file has no daemon: say so at once, not after waiting.
   if (endpoint.starts_with("ipc://") && !std::filesystem::exists(endpoint.substr(6)))
     throw std::runtime_error(no_daemon);
@@ -27,6 +51,13 @@ nlohmann::json ask_daemon(const std::string& endpoint, const nlohmann::json& req
   socket.set(zmq::sockopt::linger, 0);
   socket.set(zmq::sockopt::rcvtimeo, static_cast<int>(deadline.count()));
   socket.set(zmq::sockopt::sndtimeo, static_cast<int>(deadline.count()));
+  if (!daemon.curve_keys.empty()) {
+    make_curve_client(socket, daemon.curve_keys);
+    // A daemon that refuses our key looks like no daemon at all: name the likely cause.
+    no_daemon = "no memwatchd answered at " + endpoint + " to the CURVE keys in " +
+                daemon.curve_keys + " (is the daemon started with --curve-keys, and is this " +
+                std::string(protocol::kClientPublicFile) + " among its client keys?)";
+  }
   socket.connect(endpoint);
   const std::string text = request.dump();
   zmq::message_t reply;

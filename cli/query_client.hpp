@@ -6,14 +6,24 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "args.hpp"
+
 namespace memwatch::cli {
 
-// The endpoint from --query, else MEMWATCH_QUERY, else the default ipc path.
-std::string query_endpoint(const std::string& from_option);
+// Where the daemon answers, and how to reach it.
+struct DaemonQuery {
+  std::string endpoint;
+  std::string curve_keys;  // a `memwatch keygen` folder: ask as a CURVE client; empty: plain
+};
+
+// The endpoint from --query, else MEMWATCH_QUERY, else the default ipc path; the keys from
+// --curve-keys, else MEMWATCH_CURVE_KEYS. `args` must accept both options.
+DaemonQuery daemon_query(const Args& args);
 
 // Sends `request` and returns the reply; throws std::runtime_error naming the endpoint when no
-// daemon answers within `deadline`, or when the reply says ok:false (with its error).
-nlohmann::json ask_daemon(const std::string& endpoint, const nlohmann::json& request,
+// daemon answers within `deadline`, or when the reply says ok:false (with its error), and
+// UsageError when the key folder cannot be read.
+nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& request,
                           std::chrono::milliseconds deadline = std::chrono::seconds(5));
 
 }  // namespace memwatch::cli

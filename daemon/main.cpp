@@ -4,8 +4,11 @@
 
 #include <atomic>
 #include <cstdio>
+#include <optional>
 #include <span>
+#include <string>
 
+#include "curve_auth.hpp"
 #include "options.hpp"
 #include "server.hpp"
 
@@ -57,6 +60,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "memwatchd: %s\n", error.c_str());
     return 2;
   }
+  std::optional<memwatch::daemon::CurveServerKeys> curve;
+  if (!options->curve_keys.empty() &&
+      !(curve = memwatch::daemon::load_server_keys(options->curve_keys, error))) {
+    std::fprintf(stderr, "memwatchd: %s\n", error.c_str());
+    return 2;
+  }
   if (!memwatch::daemon::prepare_paths(*options, error)) {
     std::fprintf(stderr, "memwatchd: %s\n", error.c_str());
     return 1;
@@ -67,10 +76,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    memwatch::daemon::Server server(*options);
-    std::fprintf(stderr, "memwatchd: ingest %s, query %s, events %s, store %s\n",
+    const std::string secured =
+        curve ? ", CurveZMQ for " + std::to_string(curve->clients.size()) + " client keys" : "";
+    memwatch::daemon::Server server(*options, std::move(curve));
+    std::fprintf(stderr, "memwatchd: ingest %s, query %s, events %s, store %s%s\n",
                  options->ingest.c_str(), options->query.c_str(), options->events.c_str(),
-                 options->db.c_str());
+                 options->db.c_str(), secured.c_str());
     report_ready(ready_fd, true);
     struct sigaction act {};
     act.sa_handler = request_stop;

@@ -81,6 +81,7 @@ std::optional<Options> parse_options(std::span<char* const> args, std::string& e
     else if (a == "--query") ok = value(o.query);
     else if (a == "--events") ok = value(o.events);
     else if (a == "--db") ok = value(o.db);
+    else if (a == "--curve-keys") ok = value(o.curve_keys);
     else if (a == "--foreground") o.foreground = true;
     else if (a == "--warn-share")
       ok = number(o.watch.share, protocol::parse_watch_share, "a share like 0.9 or 90%");
@@ -113,7 +114,8 @@ bool prepare_paths(const Options& o, std::string& error) {
 }
 
 std::string options_help() {
-  return "usage: memwatchd [--ingest EP] [--query EP] [--events EP] [--db PATH] [--foreground]\n"
+  return "usage: memwatchd [--ingest EP] [--query EP] [--events EP] [--db PATH] "
+         "[--curve-keys DIR] [--foreground]\n"
          "                [--warn-share SHARE] [--warn-horizon SECONDS]\n"
          "  --ingest EP   where shims report (ZeroMQ ROUTER); default " +
          protocol::default_ingest_endpoint() +
@@ -126,12 +128,17 @@ std::string options_help() {
          "\n"
          "  --db PATH     the SQLite store; default " + default_db() +
          "\n"
+         "  --curve-keys DIR  CurveZMQ on all three sockets, with DIR/server.key as the\n"
+         "                daemon's secret key; only clients whose public key is DIR/client.pub\n"
+         "                or DIR/clients/*.pub are let in (make DIR: `memwatch keygen DIR`)\n"
          "  --foreground  stay in the foreground (default: detach)\n"
          "  --warn-share SHARE      warn when a run's live memory passes this share of its\n"
          "                          capacity (0.9 or 90%); default 90%\n"
          "  --warn-horizon SECONDS  ... or its growth is on course to within this many seconds\n"
          "                          (0: never); default 30\n"
-         "ipc folders are created with mode 0700; tcp://:PORT binds to 127.0.0.1 only.\n";
+         "ipc folders are created with mode 0700; tcp://:PORT binds to 127.0.0.1 only. Without\n"
+         "--curve-keys, tcp endpoints are neither encrypted nor authenticated: to take runs\n"
+         "from other nodes, bind tcp://0.0.0.0:PORT with --curve-keys.\n";
 }
 
 }  // namespace memwatch::daemon

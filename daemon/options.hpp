@@ -10,10 +10,11 @@
 namespace memwatch::daemon {
 
 struct Options {
-  std::string ingest;  // ROUTER for the shims
-  std::string query;   // REP for the CLI and any client
-  std::string events;  // PUB of warnings and new models
-  std::string db;      // the SQLite file
+  std::string ingest;      // ROUTER for the shims
+  std::string query;       // REP for the CLI and any client
+  std::string events;      // PUB of warnings and new models
+  std::string db;          // the SQLite file
+  std::string curve_keys;  // a `memwatch keygen` folder: CurveZMQ on every socket; empty: off
   bool foreground = false;
   protocol::WatchSettings watch;  // the running shims' capacity warnings
 };

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -59,7 +60,7 @@ bool process_gone(std::int64_t pid) {
 
 }  // namespace
 
-Server::Server(const Options& options)
+Server::Server(const Options& options, std::optional<CurveServerKeys> curve)
     : options_(options),
       store_(options.db),
       context_(1),
@@ -78,6 +79,8 @@ Server::Server(const Options& options)
                               {"frames", stats_.frames},
                               {"warnings", stats_.warnings},
                               {"rejected_frames", stats_.rejected},
+                              {"curve", curve_.has_value()},
+                              {"refused_clients", curve_ ? curve_->refused() : 0},
                               {"uptime_s", unix_now() - started_},
                               {"db", options_.db},
                               {"ingest", options_.ingest}};
@@ -92,22 +95,32 @@ Server::Server(const Options& options)
   ingest_.set(zmq::sockopt::sndhwm, 1000);
   ingest_.set(zmq::sockopt::maxmsgsize, int64_t{64 * 1024});
   query_.set(zmq::sockopt::maxmsgsize, int64_t{64 * 1024});
+  if (curve) {
+    curve_.emplace(context_, std::move(*curve));
+    for (zmq::socket_t* s : {&ingest_, &query_, &events_}) curve_->secure(*s);
+  }
   ingest_.bind(options.ingest);
   query_.bind(options.query);
   events_.bind(options.events);
 }
 
 void Server::run(const std::atomic<bool>& stop) {
-  zmq::pollitem_t items[] = {{ingest_.handle(), 0, ZMQ_POLLIN, 0},
-                             {query_.handle(), 0, ZMQ_POLLIN, 0}};
+  std::vector<zmq::pollitem_t> items = {{ingest_.handle(), 0, ZMQ_POLLIN, 0},
+                                        {query_.handle(), 0, ZMQ_POLLIN, 0}};
+  if (curve_)
+    for (const zmq::pollitem_t& item : curve_->poll_items()) items.push_back(item);
   double last_liveness = 0;
   while (!stop.load()) {
     try {
-      zmq::poll(items, 2, kTick);
+      zmq::poll(items, kTick);
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;  // a signal: the loop condition decides
       throw;
     }
+    // Handshakes first: a client waiting for its key to be judged sends nothing until then.
+    if (curve_ && std::any_of(items.begin() + 2, items.end(),
+                              [](const zmq::pollitem_t& i) { return i.revents & ZMQ_POLLIN; }))
+      curve_->serve();
     if (items[0].revents & ZMQ_POLLIN) on_ingest();
     if (items[1].revents & ZMQ_POLLIN) on_query();
     collect_refits();

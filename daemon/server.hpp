@@ -5,11 +5,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <set>
 #include <unordered_map>
 #include <zmq.hpp>
 
+#include "curve_auth.hpp"
 #include "model_worker.hpp"
 #include "models.hpp"
 #include "options.hpp"
@@ -35,7 +37,8 @@ struct Peer {
 
 class Server {
  public:
-  explicit Server(const Options& options);  // opens the store and binds; throws on failure
+  // Opens the store and binds, as CURVE servers when `curve` is given; throws on failure.
+  explicit Server(const Options& options, std::optional<CurveServerKeys> curve = std::nullopt);
   // Serves until `stop` becomes true (checked at least every 100 ms).
   void run(const std::atomic<bool>& stop);
 
@@ -54,6 +57,7 @@ class Server {
   zmq::socket_t ingest_;
   zmq::socket_t query_;
   zmq::socket_t events_;
+  std::optional<CurveAuth> curve_;
   std::unordered_map<std::string, Peer> peers_;
   ModelCache models_;
   ModelWorker worker_;

@@ -211,6 +211,13 @@ void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn
   if (config.endpoint[0] == '\0')
     copy_text(config.endpoint, sizeof config.endpoint, protocol::default_ingest_endpoint());
 
+  if (const char* v = env("MEMWATCH_CURVE_KEYS"); v && *v) {
+    if (std::strlen(v) >= sizeof config.curve_keys)
+      bad("MEMWATCH_CURVE_KEYS", "expected a folder path shorter than 4096 bytes");
+    else
+      copy_text(config.curve_keys, sizeof config.curve_keys, v);
+  }
+
   if (const char* v = env("MEMWATCH_WORKLOAD"); v && *v) {
     if (!valid_name(v) || std::strlen(v) >= sizeof config.workload)
       bad("MEMWATCH_WORKLOAD",

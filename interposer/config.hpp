@@ -26,6 +26,7 @@ struct Param {
 struct Config {
   char report_path[4096];  // empty: no report
   char endpoint[512];
+  char curve_keys[4096];  // a `memwatch keygen` folder; empty: no CURVE
   char workload[128];
   Param params[kMaxParams];
   int param_count;

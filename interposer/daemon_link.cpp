@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "log.hpp"
 #include "proc_stats.hpp"
 #include "zmq_api.hpp"
 
@@ -16,6 +17,8 @@ constexpr int kSendQueue = 1000;       // messages held for a slow daemon before
 constexpr int kByeLingerMs = 500;      // how long a clean exit may wait to deliver BYE
 constexpr double kHeartbeatS = 1.0;    // a SAMPLE at least this often
 constexpr double kPeakStep = 1.01;     // ... and whenever a peak grew by 1%
+constexpr int kReconnectMaxMs = 5000;  // a CURVE client's longest wait between tries
+constexpr std::size_t kKeyBytes = std::tuple_size_v<protocol::CurveKey>;
 
 void set_int(const ZmqApi& z, void* socket, int option, int value) {
   z.setsockopt(socket, option, &value, sizeof value);
@@ -47,19 +50,41 @@ std::optional<protocol::Verdict> DaemonLink::wait_verdict(std::chrono::milliseco
   return verdict_;
 }
 
+// The DEALER, connected; false (with nothing left open) when it cannot be.
+bool DaemonLink::open_socket() {
+  zmq_ = zmq_api();
+  if (zmq_ == nullptr || (context_ = zmq_->ctx_new()) == nullptr) return false;
+  socket_ = zmq_->socket(context_, ZMQ_DEALER);
+  bool ok = socket_ != nullptr;
+  if (ok) {
+    set_int(*zmq_, socket_, ZMQ_SNDHWM, kSendQueue);
+    set_int(*zmq_, socket_, ZMQ_LINGER, 0);
+  }
+  if (ok && facts_.curve != nullptr) {
+    const protocol::CurveClientKeys& k = *facts_.curve;
+    ok = zmq_->setsockopt(socket_, ZMQ_CURVE_SERVERKEY, k.server_public.data(), kKeyBytes) == 0 &&
+         zmq_->setsockopt(socket_, ZMQ_CURVE_PUBLICKEY, k.client_public.data(), kKeyBytes) == 0 &&
+         zmq_->setsockopt(socket_, ZMQ_CURVE_SECRETKEY, k.client_secret.data(), kKeyBytes) == 0;
+    if (!ok) log_line("MEMWATCH_CURVE_KEYS: this libzmq has no CURVE; not reporting to memwatchd");
+    // A refused key is tried again at every reconnect: back off, so that a node holding the
+    // wrong key does not knock ten times a second for as long as its program runs.
+    set_int(*zmq_, socket_, ZMQ_RECONNECT_IVL_MAX, kReconnectMaxMs);
+  }
+  if (ok && zmq_->connect(socket_, facts_.config->endpoint) == 0) return true;
+  if (socket_ != nullptr) zmq_->close(socket_);
+  zmq_->ctx_term(context_);
+  socket_ = context_ = nullptr;
+  return false;
+}
+
 void DaemonLink::started() {
   const Config& c = *facts_.config;
-  zmq_ = zmq_api();
-  if (zmq_ != nullptr) context_ = zmq_->ctx_new();
-  if (context_ != nullptr) socket_ = zmq_->socket(context_, ZMQ_DEALER);
-  if (socket_ == nullptr || zmq_->connect(socket_, c.endpoint) != 0) {
+  if (!open_socket()) {
     std::lock_guard lock(mutex_);
     gave_up_ = true;
     verdict_ready_.notify_all();
     return;
   }
-  set_int(*zmq_, socket_, ZMQ_SNDHWM, kSendQueue);
-  set_int(*zmq_, socket_, ZMQ_LINGER, 0);
 
   protocol::Hello hello;
   hello.pid = static_cast<std::uint32_t>(getpid());

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "config.hpp"
+#include "memwatch/protocol/curve_keys.hpp"
 #include "memwatch/protocol/wire.hpp"
 #include "reporter.hpp"
 
@@ -24,6 +25,7 @@ struct LinkFacts {
   std::int64_t host_capacity_bytes;
   double start_unix_s;
   double start_monotonic_s;
+  const protocol::CurveClientKeys* curve;  // the DEALER is a CURVE client of these; null: plain
 };
 
 class DaemonLink final : public ReporterClient {
@@ -44,6 +46,7 @@ class DaemonLink final : public ReporterClient {
   void stopping(const CounterSnapshot& s) override;
 
  private:
+  bool open_socket();
   void send(const std::string& frame);
   void poll_incoming();
   protocol::Sample make_sample(const CounterSnapshot& s) const;

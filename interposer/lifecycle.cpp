@@ -165,6 +165,29 @@ void warn_capacity(const CapacityWarning& w) {
   }
 }
 
+// MEMWATCH_CURVE_KEYS, read when a daemon link is first wanted. Forked children inherit the
+// keys, or the decision to stay away from the daemon, without reading or saying it again.
+enum class CurveState { unread, plain, keys, unusable };
+CurveState g_curve_state = CurveState::unread;
+memwatch::protocol::CurveClientKeys g_curve_keys;
+
+// The keys the link uses (null: plain); false when the link must not be made at all.
+bool curve_keys_for_link(const memwatch::protocol::CurveClientKeys*& keys) {
+  if (g_curve_state == CurveState::unread) {
+    std::string error;
+    if (g_config.curve_keys[0] == '\0') {
+      g_curve_state = CurveState::plain;
+    } else if (memwatch::protocol::read_client_keys(g_config.curve_keys, g_curve_keys, error)) {
+      g_curve_state = CurveState::keys;
+    } else {
+      g_curve_state = CurveState::unusable;
+      log_line("MEMWATCH_CURVE_KEYS: %s; not reporting to memwatchd", error.c_str());
+    }
+  }
+  keys = g_curve_state == CurveState::keys ? &g_curve_keys : nullptr;
+  return g_curve_state != CurveState::unusable;
+}
+
 void start_reporter() {
   ReporterOptions options;
   options.host_capacity_bytes = g_host_capacity;
@@ -172,9 +195,10 @@ void start_reporter() {
   options.watch.share = g_config.warn_share;
   options.watch.horizon_s = g_config.warn_horizon_s;
   g_link = nullptr;
-  if (DaemonLink::daemon_may_listen(g_config.endpoint)) {
+  const memwatch::protocol::CurveClientKeys* keys = nullptr;
+  if (DaemonLink::daemon_may_listen(g_config.endpoint) && curve_keys_for_link(keys)) {
     g_link = new (g_link_storage)
-        DaemonLink({&g_config, g_host_capacity, proc_unix_s(), g_start_monotonic});
+        DaemonLink({&g_config, g_host_capacity, proc_unix_s(), g_start_monotonic, keys});
   }
   g_reporter->start(options, &g_clients, warn_capacity);
 }

@@ -16,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "daemon_process.hpp"
+#include "event_log.hpp"
 #include "memwatch/protocol/wire.hpp"
 #include "process.hpp"
 #include "segment.hpp"
@@ -32,12 +33,7 @@ const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kPatterns = MEMWATCH_PATTERNS_PATH;
 const std::string kCli = MEMWATCH_CLI_PATH;
 
-// The daemon under test, on endpoints under `dir`.
-class Daemon : public test::DaemonProcess {
- public:
-  explicit Daemon(const std::string& dir, const std::string& db = "")
-      : DaemonProcess(kDaemon, dir, db) {}
-};
+using test::Daemon;
 
 test::Environment shim_env(const Daemon& d, const std::string& workload, const std::string& params) {
   return {{"LD_PRELOAD", kShim},

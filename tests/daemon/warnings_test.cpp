@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon_process.hpp"
+#include "event_log.hpp"
 #include "process.hpp"
 
 using nlohmann::json;
@@ -19,7 +20,7 @@ const std::string kDaemon = MEMWATCHD_PATH;
 const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kPatterns = MEMWATCH_PATTERNS_PATH;
 
-test::Environment watched(const test::DaemonProcess& d, const std::string& workload) {
+test::Environment watched(const test::Daemon& d, const std::string& workload) {
   return {{"LD_PRELOAD", kShim},
           {"MEMWATCH_ENDPOINT", d.ingest()},
           {"MEMWATCH_WORKLOAD", workload},
@@ -32,7 +33,7 @@ auto warning_of(const std::string& workload) {
 
 TEST(Warnings, GrowthOnCourseToPassTheShareIsWarnedOnStderrAndPublished) {
   test::TempDir dir;
-  test::DaemonProcess daemon(kDaemon, dir.path());
+  test::Daemon daemon(dir.path());
   test::EventLog events(daemon);
   // 40 MiB/s for almost 4 s up to 148 MiB, then held: never past 90% of 256 MiB (230 MiB).
   const auto r =
@@ -57,7 +58,7 @@ TEST(Warnings, GrowthOnCourseToPassTheShareIsWarnedOnStderrAndPublished) {
 
 TEST(Warnings, AFlatLevelWellBelowTheCapacityIsNeverWarned) {
   test::TempDir dir;
-  test::DaemonProcess daemon(kDaemon, dir.path());
+  test::Daemon daemon(dir.path());
   test::EventLog events(daemon);
   // 32 MiB at once, held for 3 s: one step, then no growth.
   const auto r = test::run({kPatterns, "grow", "32", "32", "0", "3000"}, watched(daemon, "flat"));
@@ -71,7 +72,9 @@ TEST(Warnings, AFlatLevelWellBelowTheCapacityIsNeverWarned) {
 TEST(Warnings, TheDaemonsSettingsAreItsOwn) {
   test::TempDir dir;
   // A horizon of 0: the daemon publishes no trend warning, whatever the shim says.
-  test::DaemonProcess daemon(kDaemon, dir.path(), "", {"--warn-horizon", "0"});
+  test::DaemonSetup setup;
+  setup.more_args = {"--warn-horizon", "0"};
+  test::Daemon daemon(dir.path(), setup);
   test::EventLog events(daemon);
   const auto r =
       test::run({kPatterns, "grow", "150", "4", "100", "200"}, watched(daemon, "climbs"));

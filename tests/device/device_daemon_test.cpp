@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "daemon_process.hpp"
+#include "event_log.hpp"
 #include "process.hpp"
 
 using nlohmann::json;
@@ -21,7 +22,7 @@ const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kFakeDir = MEMWATCH_FAKE_DIR;
 const std::string kProgram = MEMWATCH_DEVICE_RT_PATH;
 
-test::Environment shim_env(const test::DaemonProcess& d, const std::string& workload,
+test::Environment shim_env(const test::Daemon& d, const std::string& workload,
                            const std::string& params) {
   return {{"LD_PRELOAD", kShim},           {"LD_LIBRARY_PATH", kFakeDir},
           {"MEMWATCH_CUPTI", "off"},       {"MEMWATCH_ENDPOINT", d.ingest()},
@@ -29,7 +30,7 @@ test::Environment shim_env(const test::DaemonProcess& d, const std::string& work
 }
 
 // The device model of `workload`, once it has been fitted on at least `runs` runs.
-json wait_device_model(test::DaemonProcess& daemon, const std::string& workload, int runs) {
+json wait_device_model(test::Daemon& daemon, const std::string& workload, int runs) {
   json reply;
   for (int i = 0; i < 300; ++i) {
     reply = daemon.ask({{"op", "predict"},
@@ -44,7 +45,7 @@ json wait_device_model(test::DaemonProcess& daemon, const std::string& workload,
 
 TEST(DeviceDaemon, ARunPredictedPastTheDeviceCapacityIsWarnedAndAbortStopsIt) {
   test::TempDir dir;
-  test::DaemonProcess daemon(kDaemon, dir.path());
+  test::Daemon daemon(dir.path());
   const std::vector<int> sizes = {8, 16, 24, 32, 48, 64, 96, 128};
   for (int mib : sizes) {
     const auto r = test::run({kProgram, "alloc_mib", std::to_string(mib)},
@@ -91,7 +92,7 @@ TEST(DeviceDaemon, ARunPredictedPastTheDeviceCapacityIsWarnedAndAbortStopsIt) {
 
 TEST(DeviceDaemon, DeviceGrowthOnCourseToPassTheShareIsWarnedAndPublished) {
   test::TempDir dir;
-  test::DaemonProcess daemon(kDaemon, dir.path());
+  test::Daemon daemon(dir.path());
   test::EventLog events(daemon);
   auto env = shim_env(daemon, "devclimbs", "");
   env["MEMWATCH_CAPACITY"] = "device0=256MiB";
@@ -112,7 +113,7 @@ TEST(DeviceDaemon, DeviceGrowthOnCourseToPassTheShareIsWarnedAndPublished) {
 
 TEST(DeviceDaemon, AFlatDeviceLevelIsNeverWarned) {
   test::TempDir dir;
-  test::DaemonProcess daemon(kDaemon, dir.path());
+  test::Daemon daemon(dir.path());
   auto env = shim_env(daemon, "devflat", "");
   env["MEMWATCH_CAPACITY"] = "device0=256MiB";
   const auto r = test::run({kProgram, "grow", "64", "64", "0", "3000"}, env);

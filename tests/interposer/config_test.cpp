@@ -53,6 +53,7 @@ TEST(Config, DefaultsWithAnEmptyEnvironment) {
 TEST(Config, EveryVariableParsed) {
   const Config c = load({{"MEMWATCH_REPORT", "/tmp/r.%p.json"},
                          {"MEMWATCH_ENDPOINT", "tcp://127.0.0.1:5555"},
+                         {"MEMWATCH_CURVE_KEYS", "/etc/memwatch/keys"},
                          {"MEMWATCH_WORKLOAD", "unet3d"},
                          {"MEMWATCH_PARAMS", "batch=4, dim=128,lr=1e-4"},
                          {"MEMWATCH_CAPACITY", "host=24GiB,device0=80GiB,device3=1.5G"},
@@ -65,6 +66,7 @@ TEST(Config, EveryVariableParsed) {
   EXPECT_TRUE(g_warnings.empty()) << g_warnings.front();
   EXPECT_STREQ(c.report_path, "/tmp/r.%p.json");
   EXPECT_STREQ(c.endpoint, "tcp://127.0.0.1:5555");
+  EXPECT_STREQ(c.curve_keys, "/etc/memwatch/keys");
   EXPECT_STREQ(c.workload, "unet3d");
   EXPECT_EQ(param(c, "batch"), 4);
   EXPECT_EQ(param(c, "dim"), 128);

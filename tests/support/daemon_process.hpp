@@ -1,69 +1,177 @@
-// A memwatchd in the foreground on ipc endpoints of its own (killed with the object), its query
-// socket, and a subscriber to its events: what the tests that run real shims against a real
-// daemon share.
+// memwatchd as users run it, for the tests: a real process in the foreground on endpoints of its
+// own (ipc under DIR/sock, or the tcp ones given), asked over its query socket, stopped with the
+// object. MEMWATCHD_PATH names the binary (each test target defines it).
 #pragma once
 
-#include <sys/types.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
-#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <optional>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 #include <zmq.hpp>
 
+#include "memwatch/protocol/curve_keys.hpp"
+
 namespace memwatch::test {
 
-class DaemonProcess {
+struct DaemonSetup {
+  std::string ingest, query, events;   // empty: ipc endpoints under DIR/sock
+  std::string db;                      // empty: DIR/state/memwatch.db
+  std::vector<std::string> more_args;  // --curve-keys DIR, say
+  std::string client_keys;             // the key folder ask() uses as a CURVE client; empty: none
+};
+
+// Makes `socket` a CURVE client with the keys in `dir` (a `memwatch keygen` folder).
+inline void make_curve_client(zmq::socket_t& socket, const std::string& dir) {
+  protocol::CurveClientKeys keys;
+  std::string error;
+  if (!protocol::read_client_keys(dir, keys, error)) throw std::runtime_error(error);
+  socket.set(zmq::sockopt::curve_serverkey, zmq::buffer(keys.server_public));
+  socket.set(zmq::sockopt::curve_publickey, zmq::buffer(keys.client_public));
+  socket.set(zmq::sockopt::curve_secretkey, zmq::buffer(keys.client_secret));
+}
+
+// `n` tcp endpoints on 127.0.0.1 whose ports were free a moment ago (held together while
+// chosen, so they differ).
+inline std::vector<std::string> free_tcp_endpoints(int n) {
+  std::vector<int> fds;
+  std::vector<std::string> endpoints;
+  for (int i = 0; i < n; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof address;
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), size) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0)
+      throw std::runtime_error("no free tcp port on 127.0.0.1");
+    fds.push_back(fd);
+    endpoints.push_back("tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port)));
+  }
+  for (int fd : fds) close(fd);
+  return endpoints;
+}
+
+inline bool all_finished(const nlohmann::json& runs, std::size_t n) {
+  if (runs.size() != n) return false;
+  for (const auto& r : runs)
+    if (r["status"] != "finished") return false;
+  return true;
+}
+
+class Daemon {
  public:
-  // `dir` holds the sockets (dir/sock), the daemon's stderr and, unless `db` is given, the store.
-  DaemonProcess(std::string memwatchd, std::string dir, std::string db = "",
-                std::vector<std::string> extra_args = {});
-  ~DaemonProcess() { stop(SIGTERM); }
-  DaemonProcess(const DaemonProcess&) = delete;
-  DaemonProcess& operator=(const DaemonProcess&) = delete;
+  explicit Daemon(const std::string& dir, const std::string& db = "")
+      : Daemon(dir, DaemonSetup{"", "", "", db, {}, ""}) {}
+  Daemon(const std::string& dir, DaemonSetup setup) : dir_(dir), setup_(std::move(setup)) {
+    if (setup_.ingest.empty()) setup_.ingest = "ipc://" + dir_ + "/sock/ingest";
+    if (setup_.query.empty()) setup_.query = "ipc://" + dir_ + "/sock/query";
+    if (setup_.events.empty()) setup_.events = "ipc://" + dir_ + "/sock/events";
+    if (setup_.db.empty()) setup_.db = dir_ + "/state/memwatch.db";
+    start();
+  }
+  ~Daemon() { stop(SIGTERM); }
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
 
-  void start();
-  void stop(int sig);
+  // Returns once the daemon said its sockets are bound (or it ended, or 10 s passed).
+  void start() {
+    const std::size_t ready_before = count(log(), kReady);
+    pid_ = fork();
+    if (pid_ == 0) {
+      const std::string err = dir_ + "/daemon.err";
+      if (freopen(err.c_str(), "a", stderr) == nullptr) _exit(126);
+      std::vector<std::string> args = {MEMWATCHD_PATH, "--ingest",    setup_.ingest, "--query",
+                                       setup_.query,   "--events",    setup_.events, "--db",
+                                       setup_.db,      "--foreground"};
+      args.insert(args.end(), setup_.more_args.begin(), setup_.more_args.end());
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 1000 && count(log(), kReady) == ready_before; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  // The daemon's exit status (-1 when it was not running, 128+N after signal N).
+  int stop(int sig) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
 
-  [[nodiscard]] std::string ingest() const { return "ipc://" + dir_ + "/sock/ingest"; }
-  [[nodiscard]] std::string query() const { return "ipc://" + dir_ + "/sock/query"; }
-  [[nodiscard]] std::string events() const { return "ipc://" + dir_ + "/sock/events"; }
+  [[nodiscard]] const std::string& ingest() const { return setup_.ingest; }
+  [[nodiscard]] const std::string& query() const { return setup_.query; }
+  [[nodiscard]] const std::string& events() const { return setup_.events; }
   [[nodiscard]] std::string sock_dir() const { return dir_ + "/sock"; }
+  [[nodiscard]] const std::string& client_keys() const { return setup_.client_keys; }
+  // What the daemon wrote on stderr, every start together.
+  [[nodiscard]] std::string log() const {
+    std::ifstream in(dir_ + "/daemon.err");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
 
-  // One request on the query socket; {"ok":false} when no reply comes within 5 s.
-  nlohmann::json ask(const nlohmann::json& request);
-  // The workload's runs, polled until `done(runs)` or about 6 s.
+  nlohmann::json ask(const nlohmann::json& request) {
+    zmq::socket_t s(context_, zmq::socket_type::req);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::rcvtimeo, 5000);
+    if (!setup_.client_keys.empty()) make_curve_client(s, setup_.client_keys);
+    s.connect(query());
+    const std::string text = request.is_string() ? request.get<std::string>() : request.dump();
+    s.send(zmq::buffer(text), zmq::send_flags::none);
+    zmq::message_t reply;
+    if (!s.recv(reply)) return nlohmann::json{{"ok", false}, {"error", "no reply"}};
+    return nlohmann::json::parse(reply.to_string());
+  }
+
+  // Polls until `done(runs)` or a deadline.
   nlohmann::json wait_runs(const std::string& workload,
-                           const std::function<bool(const nlohmann::json&)>& done);
+                           const std::function<bool(const nlohmann::json&)>& done) {
+    nlohmann::json runs;
+    for (int i = 0; i < 300; ++i) {
+      runs = ask({{"op", "runs"}, {"workload", workload}})["runs"];
+      if (done(runs)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return runs;
+  }
 
   zmq::context_t context_;
 
  private:
-  std::string memwatchd_;
+  static constexpr std::string_view kReady = "memwatchd: ingest ";
+  static std::size_t count(const std::string& text, std::string_view what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+
   std::string dir_;
-  std::string db_;
-  std::vector<std::string> extra_args_;
+  DaemonSetup setup_;
   pid_t pid_ = -1;
-};
-
-// True when `runs` are `n` runs, all finished.
-bool all_finished(const nlohmann::json& runs, std::size_t n);
-
-// Every event the daemon publishes from the moment this subscribes.
-class EventLog {
- public:
-  EventLog(DaemonProcess& daemon);
-  // Waits for an event that `match` accepts; every event read is kept in seen().
-  std::optional<nlohmann::json> wait_for(const std::function<bool(const nlohmann::json&)>& match,
-                                         std::chrono::milliseconds timeout);
-  [[nodiscard]] const std::vector<nlohmann::json>& seen() const { return seen_; }
-
- private:
-  zmq::socket_t socket_;
-  std::vector<nlohmann::json> seen_;
 };
 
 }  // namespace memwatch::test
