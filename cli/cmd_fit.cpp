@@ -28,16 +28,18 @@ std::vector<std::string> split_list(const std::string& s) {
 constexpr const char* usage =
     "usage: memwatch fit --input FILE [--target COLUMN] [--params a,b,...] [--json]\n"
     "                    [--terms K] [--exponents 0,0.5,1,...] [--log] [--gp auto|always|never]\n"
-    "                    [--level 0.95]\n"
+    "                    [--level 0.95] [--regimes 2]\n"
     "FILE is CSV with a header (parameters, then the target) or JSON Lines\n"
     "{\"params\":{...},\"value\":N}. The target defaults to host_peak_bytes when the header has\n"
     "it, else the last column; the parameters default to every other column except a sweep's\n"
-    "measurement columns. Columns of words (fp32, bf16) split the runs into separate models.";
+    "measurement columns. Columns of words (fp32, bf16) split the runs into separate models.\n"
+    "--regimes N: cut the runs at up to N nested breaks where one formula cannot follow them\n"
+    "(0: never).";
 
 }  // namespace
 
 int cmd_fit(std::span<char* const> argv) {
-  const Args args(argv, {"input", "target", "params", "terms", "exponents", "gp", "level"},
+  const Args args(argv, {"input", "target", "params", "terms", "exponents", "gp", "level", "regimes"},
                   {"json", "log", "help"});
   if (args.flag("help")) {
     std::puts(usage);
@@ -72,6 +74,12 @@ int cmd_fit(std::span<char* const> argv) {
       options.gp_above = INFINITY;
     else if (*gp != "auto")
       throw UsageError("--gp: expected auto, always or never");
+  }
+  if (auto depth = args.value("regimes")) {
+    const double d = parse_number(*depth, "--regimes");
+    if (d < 0 || d > 3 || d != static_cast<int>(d))
+      throw UsageError("--regimes: expected a whole number from 0 (one formula) to 3");
+    options.split_depth = static_cast<std::size_t>(d);
   }
   if (auto level = args.value("level")) {
     options.bound_level = parse_number(*level, "--level");

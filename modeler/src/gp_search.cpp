@@ -28,6 +28,7 @@ class Evolution {
     const MatrixXd design = design_matrix(d, base.function.features);
     for (Index k = 1; k < design.cols(); ++k)
       if (auto s = state_.extended(design.col(k).cwiseQuotient(y_))) state_ = std::move(*s);
+    spread_limit_ = steepest_term_spread(d);
   }
 
   Expr run() {
@@ -95,10 +96,35 @@ class Evolution {
     return c;
   }
 
+  // The spread (max / min) over the runs of the steepest term the term search may build: three
+  // parameters at the cube. A tree steeper than that (2^dim) has a coefficient near zero, fits
+  // the runs by a hair and explodes just past them: it is not a memory term.
+  static double steepest_term_spread(const Dataset& d) {
+    std::vector<double> spreads;
+    for (std::size_t p = 0; p < d.params.size(); ++p) {
+      double lo = INFINITY, hi = 0;
+      for (const auto& r : d.rows) lo = std::min(lo, std::abs(r.x[p])), hi = std::max(hi, std::abs(r.x[p]));
+      spreads.push_back(lo > 0 ? hi / lo : 1);
+    }
+    std::sort(spreads.begin(), spreads.end(), std::greater<>());
+    double limit = 1;
+    for (std::size_t i = 0; i < spreads.size() && i < 3; ++i) limit *= std::pow(spreads[i], 3);
+    return std::max(limit, 16.0);
+  }
+
+  bool too_steep(const Expr& tree) const {
+    double lo = INFINITY, hi = 0;
+    for (const auto& r : data_.rows) {
+      const double v = std::abs(tree.evaluate(r.x));
+      lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    return !(hi <= spread_limit_ * lo);
+  }
+
   // Leave-one-out MAPE with g added to the base model, with a light pressure toward small trees.
   double fitness(const Expr& tree) {
     const VectorXd c = column(tree);
-    if (!c.allFinite()) return INFINITY;
+    if (!c.allFinite() || too_steep(tree)) return INFINITY;
     const double s = state_.score(c, scratch_);
     return std::isfinite(s) ? s * (1 + 0.002 * static_cast<double>(tree.nodes.size())) : INFINITY;
   }
@@ -228,6 +254,7 @@ class Evolution {
   VectorXd y_;
   PressState state_;
   PressState::Scratch scratch_;
+  double spread_limit_ = INFINITY;
 };
 
 }  // namespace

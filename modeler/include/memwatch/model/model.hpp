@@ -30,8 +30,8 @@ struct FitOptions {
   // is kept only when it brings the leave-one-out MAPE below `split_gain` times the whole's.
   // A side needs at least `min_regime_runs` runs (0: three per fitted coefficient).
   double split_above = 0.005;
-  double split_gain = 0.75;
-  std::size_t split_depth = 2;
+  double split_gain = 0.5;
+  std::size_t split_depth = 1;
   std::size_t split_lookahead = 3;  // cuts screened again with their sides cut too
   std::size_t min_regime_runs = 0;
 };
