@@ -26,15 +26,9 @@ namespace {
 const std::string kDaemon = MEMWATCHD_PATH;
 const std::string kCli = MEMWATCH_CLI_PATH;
 
-std::string keygen(const std::string& dir) {
-  const auto made = test::run({kCli, "keygen", dir});
-  if (made.exit_code != 0) throw std::runtime_error("keygen failed: " + made.err);
-  return dir;
-}
-
 // Keys that know the daemon (its server.pub) but hold a client key it never listed.
 std::string stranger_keys(const std::string& dir, const std::string& daemon_keys) {
-  const std::string other = keygen(dir + "-pair");
+  const std::string other = test::keygen(kCli, dir + "-pair");
   fs::create_directories(dir);
   fs::copy_file(daemon_keys + "/server.pub", dir + "/server.pub");
   fs::copy_file(other + "/client.pub", dir + "/client.pub");
@@ -110,7 +104,7 @@ TEST(Keygen, MakesAPrivateFolderOfKeysAndNeverOverwritesThemUnasked) {
 
 TEST(CurveDaemon, OnlyListedClientKeysAreServedAndEveryRefusalIsCounted) {
   test::TempDir dir;
-  const std::string keys = keygen(dir.file("keys"));
+  const std::string keys = test::keygen(kCli, dir.file("keys"));
   const std::string stranger = stranger_keys(dir.file("stranger"), keys);
   test::Daemon daemon(dir.path(), curve_setup(keys));
   const json first = daemon.ask({{"op", "status"}});
@@ -160,7 +154,7 @@ TEST(CurveDaemon, OnlyListedClientKeysAreServedAndEveryRefusalIsCounted) {
 
 TEST(CurveDaemon, ClientKeysUnderClientsAreLetInToo) {
   test::TempDir dir;
-  const std::string keys = keygen(dir.file("keys"));
+  const std::string keys = test::keygen(kCli, dir.file("keys"));
   const std::string stranger = stranger_keys(dir.file("stranger"), keys);
   fs::create_directories(keys + "/clients");
   fs::copy_file(stranger + "/client.pub", keys + "/clients/node7.pub");
@@ -174,7 +168,7 @@ TEST(CurveDaemon, ClientKeysUnderClientsAreLetInToo) {
 
 TEST(CurveDaemon, TheCliAsksWithKeysFromItsOptionOrTheEnvironment) {
   test::TempDir dir;
-  const std::string keys = keygen(dir.file("keys"));
+  const std::string keys = test::keygen(kCli, dir.file("keys"));
   const std::string stranger = stranger_keys(dir.file("stranger"), keys);
   test::Daemon daemon(dir.path(), curve_setup(keys));
   const auto by_option =
@@ -198,7 +192,7 @@ TEST(CurveDaemon, TheCliAsksWithKeysFromItsOptionOrTheEnvironment) {
 
 TEST(CurveDaemon, ABadKeyFolderStopsTheStartWithStatus2AndNamesTheFile) {
   test::TempDir dir;
-  const std::string good = keygen(dir.file("good"));
+  const std::string good = test::keygen(kCli, dir.file("good"));
   const auto tcp = test::free_tcp_endpoints(3);
   auto start = [&](const std::string& keys) {
     return test::run({kDaemon, "--foreground", "--db", dir.file("m.db"), "--ingest", tcp[0],
@@ -218,7 +212,7 @@ TEST(CurveDaemon, ABadKeyFolderStopsTheStartWithStatus2AndNamesTheFile) {
   fs::create_directories(bad_more + "/clients");
   std::ofstream(bad_more + "/clients/node1.pub") << std::string(40, '"') << "\n";
   const std::string mismatched = variant("mismatched");
-  fs::copy_file(keygen(dir.file("other")) + "/server.pub", mismatched + "/server.pub",
+  fs::copy_file(test::keygen(kCli, dir.file("other")) + "/server.pub", mismatched + "/server.pub",
                 fs::copy_options::overwrite_existing);
 
   const std::pair<std::string, std::string> cases[] = {

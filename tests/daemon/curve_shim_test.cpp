@@ -22,16 +22,10 @@ const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kPatterns = MEMWATCH_PATTERNS_PATH;
 const std::string kCli = MEMWATCH_CLI_PATH;
 
-std::string keygen(const std::string& dir) {
-  const auto made = test::run({kCli, "keygen", dir});
-  if (made.exit_code != 0) throw std::runtime_error("keygen failed: " + made.err);
-  return dir;
-}
-
 class CurveShim : public ::testing::Test {
  protected:
   CurveShim()
-      : keys_(keygen(dir_.file("keys"))),
+      : keys_(test::keygen(kCli, dir_.file("keys"))),
         daemon_(dir_.path(), setup()),
         plain_(test::run({kPatterns, "checksum"})) {}
 
@@ -56,7 +50,7 @@ class CurveShim : public ::testing::Test {
 
   // Keys that know the daemon (its server.pub) but hold a client key it never listed.
   std::string stranger_keys() {
-    const std::string other = keygen(dir_.file("other"));
+    const std::string other = test::keygen(kCli, dir_.file("other"));
     const std::string dir = dir_.file("stranger");
     fs::create_directories(dir);
     fs::copy_file(keys_ + "/server.pub", dir + "/server.pub");

@@ -16,7 +16,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string kDaemon = MEMWATCHD_PATH;
 const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kPatterns = MEMWATCH_PATTERNS_PATH;
 

@@ -17,7 +17,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string kDaemon = MEMWATCHD_PATH;
 const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kFakeDir = MEMWATCH_FAKE_DIR;
 const std::string kProgram = MEMWATCH_DEVICE_RT_PATH;

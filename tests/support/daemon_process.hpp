@@ -23,6 +23,7 @@
 #include <zmq.hpp>
 
 #include "memwatch/protocol/curve_keys.hpp"
+#include "process.hpp"
 
 namespace memwatch::test {
 
@@ -41,6 +42,13 @@ inline void make_curve_client(zmq::socket_t& socket, const std::string& dir) {
   socket.set(zmq::sockopt::curve_serverkey, zmq::buffer(keys.server_public));
   socket.set(zmq::sockopt::curve_publickey, zmq::buffer(keys.client_public));
   socket.set(zmq::sockopt::curve_secretkey, zmq::buffer(keys.client_secret));
+}
+
+// A key folder made by `memwatch keygen DIR` (the CLI at `cli`); returns DIR.
+inline std::string keygen(const std::string& cli, const std::string& dir) {
+  const auto made = run({cli, "keygen", dir});
+  if (made.exit_code != 0) throw std::runtime_error("keygen failed: " + made.err);
+  return dir;
 }
 
 // `n` tcp endpoints on 127.0.0.1 whose ports were free a moment ago (held together while
