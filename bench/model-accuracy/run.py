@@ -5,7 +5,8 @@ random forest, extra trees (1000 trees each) and an MLP on MinMax-scaled inputs.
 hold-out MAPE, upper-bound coverage (memwatch only: the peers give no bound) and fit time.
 
 Data: bench/data/unet3d-cpu.csv when it exists (the sweep of the 3D U-net trainer), otherwise a
-synthetic sweep from synth.py (a U-net-shaped ground truth with 0.2% noise). --data picks a file.
+synthetic sweep from synth.py (a U-net-shaped ground truth with 0.2% noise). --data picks a file
+(--data synthetic: the synthetic sweep).
 """
 import argparse
 import csv
@@ -108,7 +109,8 @@ def mape(y, p):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--memwatch", default=os.path.join(ROOT, "build", "bin", "memwatch"))
-    ap.add_argument("--data", help="sweep CSV (default: bench/data/unet3d-cpu.csv, else synthetic)")
+    ap.add_argument("--data", help="sweep CSV, or 'synthetic' for synth.py's sweep "
+                    "(default: bench/data/unet3d-cpu.csv when it exists, else synthetic)")
     ap.add_argument("--target", default="host_peak_bytes")
     ap.add_argument("--volume", default="dim", help="the column to extrapolate along (default dim)")
     ap.add_argument("--splits", type=int, default=20)
@@ -117,8 +119,8 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         data = args.data or os.path.join(ROOT, "bench", "data", "unet3d-cpu.csv")
-        if not os.path.exists(data):
-            if args.data:
+        if args.data == "synthetic" or not os.path.exists(data):
+            if args.data and args.data != "synthetic":
                 sys.exit(f"run.py: no such file {data}")
             data = os.path.join(tmp, "synthetic.csv")
             subprocess.run([sys.executable, os.path.join(HERE, "synth.py"), "--out", data], check=True)
