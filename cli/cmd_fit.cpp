@@ -39,7 +39,8 @@ constexpr const char* usage =
 }  // namespace
 
 int cmd_fit(std::span<char* const> argv) {
-  const Args args(argv, {"input", "target", "params", "terms", "exponents", "gp", "level", "regimes"},
+  const Args args(argv,
+                  {"input", "target", "params", "terms", "exponents", "gp", "level", "regimes"},
                   {"json", "log", "help"});
   if (args.flag("help")) {
     std::puts(usage);

@@ -103,7 +103,8 @@ class Evolution {
     std::vector<double> spreads;
     for (std::size_t p = 0; p < d.params.size(); ++p) {
       double lo = INFINITY, hi = 0;
-      for (const auto& r : d.rows) lo = std::min(lo, std::abs(r.x[p])), hi = std::max(hi, std::abs(r.x[p]));
+      for (const auto& r : d.rows)
+        lo = std::min(lo, std::abs(r.x[p])), hi = std::max(hi, std::abs(r.x[p]));
       spreads.push_back(lo > 0 ? hi / lo : 1);
     }
     std::sort(spreads.begin(), spreads.end(), std::greater<>());

@@ -3,6 +3,7 @@
 // of a fit), then fit the best break properly and keep it only when it clearly wins.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <set>
@@ -43,8 +44,8 @@ std::vector<Cut> candidate_cuts(const Dataset& d, std::size_t min_runs) {
     for (const auto& r : d.rows) values.insert(r.x[p]);
     for (double v : values) {
       const Cut low{p, v, false};
-      const auto below = static_cast<std::size_t>(
-          std::count_if(d.rows.begin(), d.rows.end(), [&](const auto& r) { return low.contains(r.x); }));
+      const auto below = static_cast<std::size_t>(std::count_if(
+          d.rows.begin(), d.rows.end(), [&](const auto& r) { return low.contains(r.x); }));
       if (below >= min_runs && d.rows.size() - below >= min_runs) cuts.push_back(low);
     }
   }

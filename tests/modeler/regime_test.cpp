@@ -22,9 +22,8 @@ double two_paths(const std::vector<double>& x) {
 }
 
 Dataset two_path_grid(unsigned seed) {
-  return grid({"batch", "dim", "filters"},
-              {{1, 2, 4, 8}, {16, 32, 48, 64, 80}, {8, 16, 24}}, two_paths, 0.001,
-              seed);
+  return grid({"batch", "dim", "filters"}, {{1, 2, 4, 8}, {16, 32, 48, 64, 80}, {8, 16, 24}},
+              two_paths, 0.001, seed);
 }
 
 TEST(Regimes, TheBreakAtBatchOneIsFoundAndEachSideFitsItsOwnLaw) {
