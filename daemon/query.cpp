@@ -130,7 +130,7 @@ json QueryTable::op_model(const json& r) const {
 json QueryTable::op_predict(const json& r) const {
   const std::string workload = r["workload"];
   const std::string target = target_of(r);
-  const model::Model* m = context_.models->find(workload, target);
+  const auto m = context_.models->find(workload, target);
   if (m == nullptr) return failure("no model yet for workload '" + workload + "', target " + target);
   const model::Point p = point_from(r);
   const model::Prediction pred = m->predict(p);
@@ -152,7 +152,7 @@ json QueryTable::op_max(const json& r) const {
   if (!r.contains("capacity_bytes") || !r["capacity_bytes"].is_number() ||
       !(r["capacity_bytes"].get<double>() > 0))
     return failure("op 'max' needs a positive number \"capacity_bytes\"");
-  const model::Model* m = context_.models->find(workload, target);
+  const auto m = context_.models->find(workload, target);
   if (m == nullptr) return failure("no model yet for workload '" + workload + "', target " + target);
   model::Point p = point_from(r);
   const double capacity = r["capacity_bytes"];

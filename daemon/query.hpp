@@ -15,7 +15,7 @@
 namespace memwatch::daemon {
 
 struct QueryContext {
-  Store* store;
+  const Store* store;  // read only: the query thread's own connection
   const ModelCache* models;
   std::function<nlohmann::json()> status;  // the server's own figures
 };

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <iterator>
+#include <thread>
 #include <zmq_addon.hpp>
 
 #include "refit.hpp"
@@ -21,11 +22,22 @@ using nlohmann::json;
 
 namespace {
 
-// Frames handled before the query socket gets a turn: small, so a query waits at most for a
-// few hundred inserts, never for a whole backlog.
+// Frames handled per loop turn: small, so handshakes and liveness checks never wait for a
+// whole backlog.
 constexpr int kIngestPerTurn = 256;
+// Queued samples reach the store once the oldest is this old, or when the socket goes quiet.
+// None has been acknowledged to anyone; a HELLO or BYE is written at once.
+constexpr std::chrono::milliseconds kFlushEvery{20};
+// After a turn that emptied the socket the loop lets frames gather this long: at 200 shims a
+// turn per frame or two woke the loop (and ZeroMQ's I/O thread behind it) thousands of times a
+// second, and each wake-up took a core from the query thread when it had a reply to make.
+constexpr std::chrono::microseconds kGather{1000};
 constexpr std::chrono::milliseconds kTick{100};
 constexpr double kLivenessEvery = 1.0;
+// ZeroMQ I/O threads: the first moves the shims' frames, the second only the queries', so a
+// reply is never queued behind thousands of samples.
+constexpr int kIoThreads = 2;
+constexpr std::uint64_t kIngestIo = 1 << 0, kQueryIo = 1 << 1;
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -63,79 +75,83 @@ bool process_gone(std::int64_t pid) {
 Server::Server(const Options& options, std::optional<CurveServerKeys> curve)
     : options_(options),
       store_(options.db),
-      context_(1),
+      context_(kIoThreads),
       ingest_(context_, zmq::socket_type::router),
-      query_(context_, zmq::socket_type::rep),
       events_(context_, zmq::socket_type::pub),
       models_(store_),
       worker_(options.db),
       host_(this_host()),
-      queries_({&store_, &models_, [this] {
-                  // Counted once at start-up and kept since: a status query never scans.
-                  return json{{"runs", counts_.runs},
-                              {"running", static_cast<std::int64_t>(peers_.size())},
-                              {"samples", counts_.samples},
-                              {"workloads", counts_.workloads},
-                              {"frames", stats_.frames},
-                              {"warnings", stats_.warnings},
-                              {"rejected_frames", stats_.rejected},
-                              {"curve", curve_.has_value()},
-                              {"refused_clients", curve_ ? curve_->refused() : 0},
-                              {"uptime_s", unix_now() - started_},
-                              {"db", options_.db},
-                              {"ingest", options_.ingest}};
-                }}),
       started_(unix_now()),
       counts_(store_.counts()) {
   store_.leave_checkpoints_to_others();
   models_.reload_all();
   for (const std::string& w : store_.workloads()) known_workloads_.insert(w);
-  for (zmq::socket_t* s : {&ingest_, &query_, &events_}) s->set(zmq::sockopt::linger, 0);
+  zmq::socket_t query(context_, zmq::socket_type::rep);
+  for (zmq::socket_t* s : {&ingest_, &query, &events_}) s->set(zmq::sockopt::linger, 0);
   // A shim that is gone or slow never holds the daemon up: replies to it are dropped.
   ingest_.set(zmq::sockopt::sndhwm, 1000);
+  ingest_.set(zmq::sockopt::affinity, kIngestIo);
+  events_.set(zmq::sockopt::affinity, kIngestIo);
+  query.set(zmq::sockopt::affinity, kQueryIo);
   ingest_.set(zmq::sockopt::maxmsgsize, int64_t{64 * 1024});
-  query_.set(zmq::sockopt::maxmsgsize, int64_t{64 * 1024});
+  query.set(zmq::sockopt::maxmsgsize, int64_t{64 * 1024});
   if (curve) {
     curve_.emplace(context_, std::move(*curve));
-    for (zmq::socket_t* s : {&ingest_, &query_, &events_}) curve_->secure(*s);
+    for (zmq::socket_t* s : {&ingest_, &query, &events_}) curve_->secure(*s);
   }
   ingest_.bind(options.ingest);
-  query_.bind(options.query);
+  query.bind(options.query);
   events_.bind(options.events);
+  board_.post(figures());
+  queries_.emplace(std::move(query), options.db, models_, [this] { return status(); });
 }
 
 void Server::run(const std::atomic<bool>& stop) {
-  std::vector<zmq::pollitem_t> items = {{ingest_.handle(), 0, ZMQ_POLLIN, 0},
-                                        {query_.handle(), 0, ZMQ_POLLIN, 0}};
+  std::vector<zmq::pollitem_t> items = {{ingest_.handle(), 0, ZMQ_POLLIN, 0}};
   if (curve_)
     for (const zmq::pollitem_t& item : curve_->poll_items()) items.push_back(item);
   double last_liveness = 0;
   while (!stop.load()) {
     try {
-      zmq::poll(items, kTick);
+      zmq::poll(items, store_.queued_samples() > 0 ? kFlushEvery : kTick);
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;  // a signal: the loop condition decides
       throw;
     }
     // Handshakes first: a client waiting for its key to be judged sends nothing until then.
-    if (curve_ && std::any_of(items.begin() + 2, items.end(),
+    if (curve_ && std::any_of(items.begin() + 1, items.end(),
                               [](const zmq::pollitem_t& i) { return i.revents & ZMQ_POLLIN; }))
       curve_->serve();
-    if (items[0].revents & ZMQ_POLLIN) on_ingest();
-    if (items[1].revents & ZMQ_POLLIN) on_query();
+    const bool arrived = items[0].revents & ZMQ_POLLIN;
+    const int taken = arrived ? on_ingest() : 0;
+    flush_when_due(arrived);
     collect_refits();
     const double now = unix_now();
     if (now - last_liveness >= kLivenessEvery) {
       check_liveness();
       last_liveness = now;
     }
+    board_.post(figures());
+    if (taken > 0 && taken < kIngestPerTurn) std::this_thread::sleep_for(kGather);
   }
-  store_.commit_batch();
+  store_.flush_samples();
 }
 
-void Server::on_ingest() {
-  store_.begin_batch();
-  for (int i = 0; i < kIngestPerTurn; ++i) {
+void Server::flush_when_due(bool arrived) {
+  const auto now = std::chrono::steady_clock::now();
+  if (store_.queued_samples() == 0) {
+    oldest_queued_.reset();
+    return;
+  }
+  if (!oldest_queued_) oldest_queued_ = now;
+  if (arrived && now - *oldest_queued_ < kFlushEvery) return;
+  store_.flush_samples();
+  oldest_queued_.reset();
+}
+
+int Server::on_ingest() {
+  int taken = 0;
+  for (; taken < kIngestPerTurn; ++taken) {
     std::vector<zmq::message_t> parts;
     if (!zmq::recv_multipart(ingest_, std::back_inserter(parts), zmq::recv_flags::dontwait))
       break;
@@ -167,7 +183,7 @@ void Server::on_ingest() {
       on_sample(it->second, *sample);
     } else if (const auto* bye = std::get_if<protocol::Bye>(&*message)) {
       ++stats_.byes;
-      store_.finish_run(it->second.run, *bye);
+      store_.finish_run(it->second.run, *bye);  // on disk before anyone hears of it
       publish({{"event", "run_finished"}, {"run", it->second.run}});
       worker_.request(it->second.workload);
       peers_.erase(it);
@@ -175,18 +191,16 @@ void Server::on_ingest() {
       ++stats_.rejected;
     }
   }
-  store_.commit_batch();
+  return taken;
 }
 
 void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
   ++stats_.hellos;
-  const std::int64_t run = store_.begin_run(hello, unix_now());
+  const std::int64_t run = store_.begin_run(hello, unix_now());  // on disk: acknowledged below
   ++counts_.runs;
   if (known_workloads_.insert(hello.workload).second)
     counts_.workloads = static_cast<std::int64_t>(known_workloads_.size());
   peers_[peer] = Peer{run, hello.workload, 0, RunWatch(hello)};
-  store_.commit_batch();  // acknowledged below: on disk first
-  store_.begin_batch();
   const protocol::Verdict verdict = judge_run(models_, hello);
   const std::string frame = protocol::encode(verdict);
   std::array<zmq::const_buffer, 2> reply = {zmq::buffer(peer), zmq::buffer(frame)};
@@ -217,14 +231,32 @@ void Server::collect_refits() {
   }
 }
 
-void Server::on_query() {
-  zmq::message_t request;
-  if (!query_.recv(request, zmq::recv_flags::dontwait)) return;
-  const std::string reply = queries_.answer(request.to_string_view());
-  query_.send(zmq::buffer(reply), zmq::send_flags::none);
+LiveFigures Server::figures() const {
+  return {counts_.runs,        static_cast<std::int64_t>(peers_.size()),
+          counts_.samples,     counts_.workloads,
+          stats_.frames,       stats_.warnings,
+          stats_.rejected,     curve_ ? curve_->refused() : 0};
+}
+
+json Server::status() const {
+  // Only the board and what is fixed at start-up: this runs on the query thread.
+  const LiveFigures f = board_.read();
+  return {{"runs", f.runs},
+          {"running", f.running},
+          {"samples", f.samples},
+          {"workloads", f.workloads},
+          {"frames", f.frames},
+          {"warnings", f.warnings},
+          {"rejected_frames", f.rejected_frames},
+          {"curve", curve_.has_value()},
+          {"refused_clients", f.refused_clients},
+          {"uptime_s", unix_now() - started_},
+          {"db", options_.db},
+          {"ingest", options_.ingest}};
 }
 
 void Server::check_liveness() {
+  store_.flush_samples();  // the runs table holds every peak seen so far
   for (const Run& run : store_.running_on(host_)) {
     if (!process_gone(run.pid)) continue;
     // Died without BYE (SIGKILL, the OOM killer): its counters survive in shared memory.

@@ -1,9 +1,10 @@
-// memwatchd's event loop: one thread polls the ingest ROUTER, the query REP and a one-second
-// timer (liveness of running shims). It never blocks on a client: replies to shims are sent
+// memwatchd's event loop: one thread polls the ingest ROUTER and a one-second timer (liveness
+// of running shims); queries are answered on a thread of their own (QueryServer). It never blocks on a client: replies to shims are sent
 // without waiting and dropped if the shim is gone.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,8 +16,9 @@
 #include "model_worker.hpp"
 #include "models.hpp"
 #include "options.hpp"
-#include "query.hpp"
+#include "query_server.hpp"
 #include "run_watch.hpp"
+#include "status_board.hpp"
 #include "store.hpp"
 
 namespace memwatch::daemon {
@@ -43,19 +45,20 @@ class Server {
   void run(const std::atomic<bool>& stop);
 
  private:
-  void on_ingest();
-  void on_query();
+  int on_ingest();  // frames taken
   void check_liveness();
   void publish(const nlohmann::json& event);
   void on_hello(const std::string& peer, const protocol::Hello& hello);
   void on_sample(Peer& peer, const protocol::Sample& sample);
   void collect_refits();
+  void flush_when_due(bool arrived);
+  [[nodiscard]] LiveFigures figures() const;
+  [[nodiscard]] nlohmann::json status() const;  // called on the query thread
 
   Options options_;
   Store store_;
   zmq::context_t context_;
   zmq::socket_t ingest_;
-  zmq::socket_t query_;
   zmq::socket_t events_;
   std::optional<CurveAuth> curve_;
   std::unordered_map<std::string, Peer> peers_;
@@ -63,10 +66,12 @@ class Server {
   ModelWorker worker_;
   std::string host_;
   IngestStats stats_;
-  QueryTable queries_;
   double started_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> oldest_queued_;
   Counts counts_;
   std::set<std::string> known_workloads_;
+  StatusBoard board_;
+  std::optional<QueryServer> queries_;  // last: its thread stops before the rest goes
 };
 
 }  // namespace memwatch::daemon

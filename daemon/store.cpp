@@ -151,15 +151,17 @@ const char* status_name(RunStatus s) {
   return "running";
 }
 
-Store::Store(const std::string& path) : path_(path) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
+Store::Store(const std::string& path, StoreAccess access) : path_(path) {
+  const int flags = access == StoreAccess::read_only ? SQLITE_OPEN_READONLY
+                                                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
     throw StoreError("cannot open the database " + path + ": " + why);
   }
   sqlite3_busy_timeout(db_, 5000);
+  if (access == StoreAccess::read_only) return;  // the writer made the schema and WAL mode
   try {
     exec("PRAGMA journal_mode=WAL");
     // In WAL mode NORMAL makes every commit survive the daemon's own death (SIGKILL, a crash):
@@ -183,7 +185,12 @@ Store::Store(const std::string& path) : path_(path) {
 }
 
 Store::~Store() {
-  if (in_batch_) sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
+  try {
+    flush_samples();
+  } catch (const StoreError&) {
+    // The file refuses writes (locked past the busy timeout): these samples were never
+    // acknowledged, and the runs they belong to are stored.
+  }
   sqlite3_finalize(insert_sample_);
   sqlite3_finalize(raise_peak_);
   sqlite3_close(db_);
@@ -204,19 +211,8 @@ void Store::checkpoint() {
   sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
 }
 
-void Store::begin_batch() {
-  if (in_batch_) return;
-  exec("BEGIN");
-  in_batch_ = true;
-}
-
-void Store::commit_batch() {
-  if (!in_batch_) return;
-  in_batch_ = false;
-  exec("COMMIT");
-}
-
 std::int64_t Store::begin_run(const protocol::Hello& h, double now_unix_s) {
+  flush_samples();
   Statement s(db_,
               "INSERT INTO runs (workload, params, host, pid, status, started, "
               "host_capacity_bytes) VALUES (?, ?, ?, ?, 'running', ?, ?)");
@@ -228,27 +224,45 @@ std::int64_t Store::begin_run(const protocol::Hello& h, double now_unix_s) {
 }
 
 void Store::add_sample(std::int64_t run, const protocol::Sample& m, bool new_peak) {
+  queued_.push_back({run, m, new_peak});
+}
+
+void Store::flush_samples() {
+  if (queued_.empty()) return;
   auto run_once = [this](sqlite3_stmt* st) {
     const int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) throw StoreError(std::string("store: ") + sqlite3_errmsg(db_));
   };
-  sqlite3_bind_int64(insert_sample_, 1, run);
-  sqlite3_bind_double(insert_sample_, 2, m.t_s);
-  sqlite3_bind_int64(insert_sample_, 3, m.host_live_bytes);
-  sqlite3_bind_int64(insert_sample_, 4, m.host_peak_bytes);
-  sqlite3_bind_int64(insert_sample_, 5, m.device_live_bytes);
-  sqlite3_bind_int64(insert_sample_, 6, m.device_peak_bytes);
-  run_once(insert_sample_);
-  if (!new_peak) return;
-  sqlite3_bind_int64(raise_peak_, 1, m.host_peak_bytes);
-  sqlite3_bind_int64(raise_peak_, 2, m.device_peak_bytes);
-  sqlite3_bind_double(raise_peak_, 3, m.t_s);
-  sqlite3_bind_int64(raise_peak_, 4, run);
-  run_once(raise_peak_);
+  // IMMEDIATE: the write lock is taken (or waited for) at once, never upgraded from a read.
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const QueuedSample& q : queued_) {
+      const protocol::Sample& m = q.sample;
+      sqlite3_bind_int64(insert_sample_, 1, q.run);
+      sqlite3_bind_double(insert_sample_, 2, m.t_s);
+      sqlite3_bind_int64(insert_sample_, 3, m.host_live_bytes);
+      sqlite3_bind_int64(insert_sample_, 4, m.host_peak_bytes);
+      sqlite3_bind_int64(insert_sample_, 5, m.device_live_bytes);
+      sqlite3_bind_int64(insert_sample_, 6, m.device_peak_bytes);
+      run_once(insert_sample_);
+      if (!q.new_peak) continue;
+      sqlite3_bind_int64(raise_peak_, 1, m.host_peak_bytes);
+      sqlite3_bind_int64(raise_peak_, 2, m.device_peak_bytes);
+      sqlite3_bind_double(raise_peak_, 3, m.t_s);
+      sqlite3_bind_int64(raise_peak_, 4, q.run);
+      run_once(raise_peak_);
+    }
+    exec("COMMIT");
+  } catch (const StoreError&) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  queued_.clear();
 }
 
 void Store::finish_run(std::int64_t run, const protocol::Bye& b) {
+  flush_samples();  // a late sample must not overwrite the final figures below
   const bool signaled = b.cause == protocol::ExitCause::signal;
   Statement s(db_,
               "UPDATE runs SET status = ?, elapsed_s = ?, host_peak_bytes = ?, heap_peak_bytes = ?, "
@@ -268,6 +282,7 @@ void Store::finish_run(std::int64_t run, const protocol::Bye& b) {
 
 void Store::mark_killed(std::int64_t run, std::int64_t host_peak, std::int64_t heap_peak,
                         std::int64_t mmap_peak, std::int64_t device_peak, double elapsed_s) {
+  flush_samples();
   Statement s(db_,
               "UPDATE runs SET status = 'killed', exit_cause = 'killed', "
               "host_peak_bytes = MAX(host_peak_bytes, ?), heap_peak_bytes = MAX(heap_peak_bytes, ?), "

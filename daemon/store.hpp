@@ -48,16 +48,26 @@ struct Counts {
   std::int64_t workloads = 0;
 };
 
+// A reader never changes the file: it is the query thread's connection, which WAL lets read
+// while the loop's connection writes.
+enum class StoreAccess { read_write, read_only };
+
 class Store {
  public:
-  explicit Store(const std::string& path);  // creates or opens; throws StoreError
+  // Creates or opens (a reader only opens an existing store); throws StoreError.
+  explicit Store(const std::string& path, StoreAccess access = StoreAccess::read_write);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   std::int64_t begin_run(const protocol::Hello& hello, double now_unix_s);
-  // `new_peak`: the sample raised the run's peak, which the runs table then records too.
+  // Queues a sample; `new_peak`: it raised the run's peak, which the runs table records too.
+  // Samples reach the file together, in one transaction, at flush_samples or before any other
+  // write: a commit per sample (a WAL write) cost more than the insert at 20,000 a second, and
+  // a transaction left open between them would hold the write lock the refit worker needs.
   void add_sample(std::int64_t run, const protocol::Sample& sample, bool new_peak = true);
+  void flush_samples();
+  [[nodiscard]] std::size_t queued_samples() const { return queued_.size(); }
   void finish_run(std::int64_t run, const protocol::Bye& bye);
   // A run that ended without BYE: its last known peaks, from the shared-memory segment or the
   // last sample.
@@ -68,10 +78,6 @@ class Store {
   // the loop); `checkpoint` runs one without blocking writers.
   void leave_checkpoints_to_others();
   void checkpoint();
-
-  // Groups the writes of one loop turn into one transaction (samples arrive by the thousand).
-  void begin_batch();
-  void commit_batch();
 
   [[nodiscard]] std::vector<Run> runs(const std::string& workload) const;
   [[nodiscard]] std::vector<Run> running_on(const std::string& host) const;
@@ -89,8 +95,13 @@ class Store {
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_sample_ = nullptr;  // prepared once: samples come by the thousand
   sqlite3_stmt* raise_peak_ = nullptr;
+  struct QueuedSample {
+    std::int64_t run;
+    protocol::Sample sample;
+    bool new_peak;
+  };
+  std::vector<QueuedSample> queued_;
   std::string path_;
-  bool in_batch_ = false;
 };
 
 }  // namespace memwatch::daemon

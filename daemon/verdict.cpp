@@ -82,7 +82,7 @@ std::int64_t device_capacity_of(const protocol::Hello& hello) {
 protocol::Verdict judge_run(const ModelCache& models, const protocol::Hello& hello) {
   // A run whose parameters are not a model's gets no verdict from it.
   auto judged = [&](const char* target, double capacity) -> std::optional<protocol::Verdict> {
-    const model::Model* m = models.find(hello.workload, target);
+    const auto m = models.find(hello.workload, target);
     if (m == nullptr) return std::nullopt;
     try {
       return judge(*m, hello, capacity);

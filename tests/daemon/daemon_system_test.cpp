@@ -2,6 +2,7 @@
 // programs under the shim reporting to it.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -153,6 +154,38 @@ TEST(Daemon, GarbageFramesAndAbsurdParametersAreRefusedAndTheDaemonServesOn) {
   EXPECT_EQ(status["runs"], 0);
   EXPECT_EQ(daemon.ask(std::string("{not json"))["ok"], false);
   EXPECT_EQ(daemon.ask({{"op", "status"}})["ok"], true);
+}
+
+TEST(Daemon, QueriesAreAnsweredWhileTheLoopWaitsForTheStore) {
+  test::TempDir dir;
+  const std::string db = dir.file("store.db");
+  Daemon daemon(dir.path(), db);
+  // Another process's transaction holds the store's write lock, so the loop's insert of the
+  // HELLO below waits for it (up to the daemon's 5 s busy timeout).
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &writer), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(writer, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  zmq::socket_t dealer(daemon.context_, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(daemon.ingest());
+  protocol::Hello hello;
+  hello.workload = "held";
+  hello.pid = getpid();
+  dealer.send(zmq::buffer(protocol::encode(hello)), zmq::send_flags::none);
+  std::this_thread::sleep_for(200ms);
+
+  // Answered from the query thread's own connection while the loop still waits.
+  const json status = daemon.ask({{"op", "status"}});
+  const json runs = daemon.ask({{"op", "runs"}, {"workload", "held"}});
+  sqlite3_exec(writer, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(writer);
+  EXPECT_EQ(status["ok"], true) << status.dump();
+  EXPECT_EQ(runs["ok"], true) << runs.dump();
+  EXPECT_EQ(runs["runs"].size(), 0u) << runs.dump();  // not stored yet: the loop is waiting
+
+  // Once the lock is gone the loop goes on, and the run it waited with is stored.
+  const json stored = daemon.wait_runs("held", [](const json& r) { return r.size() == 1; });
+  EXPECT_EQ(stored.size(), 1u) << stored.dump() << daemon.log();
 }
 
 TEST(Daemon, IpcSocketsLiveInAPrivateFolder) {

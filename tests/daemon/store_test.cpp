@@ -29,10 +29,12 @@ TEST(Store, ARunFromHelloToByeAndBackAfterReopening) {
   {
     Store store(db);
     id = store.begin_run(hello("unet", 2), 100);
-    store.begin_batch();
     store.add_sample(id, {1234, 0.5, 10, 20, 0, 0});
     store.add_sample(id, {1234, 1.0, 30, 40, 0, 5});
-    store.commit_batch();
+    EXPECT_EQ(store.queued_samples(), 2u);
+    store.flush_samples();
+    EXPECT_EQ(store.queued_samples(), 0u);
+    EXPECT_EQ(store.run(id)->samples, 2);
     protocol::Bye bye;
     bye.host_peak_bytes = 50;
     bye.heap_peak_bytes = 45;

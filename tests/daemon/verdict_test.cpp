@@ -58,7 +58,7 @@ class VerdictTest : public ::testing::Test {
 };
 
 TEST_F(VerdictTest, TheDeviceModelIsRefittedFromDevicePeaks) {
-  const model::Model* m = models_.find("grows", kDeviceTarget);
+  const auto m = models_.find("grows", kDeviceTarget);
   ASSERT_NE(m, nullptr);
   EXPECT_NEAR(m->predict(point_of({{"mib", 200}})).value, 200 * MiB, 0.01 * MiB);
 }

@@ -155,12 +155,14 @@ class Daemon {
     return nlohmann::json::parse(reply.to_string());
   }
 
-  // Polls until `done(runs)` or a deadline.
+  // Polls until `done(runs)`, a deadline, or a query unanswered.
   nlohmann::json wait_runs(const std::string& workload,
                            const std::function<bool(const nlohmann::json&)>& done) {
     nlohmann::json runs;
     for (int i = 0; i < 300; ++i) {
-      runs = ask({{"op", "runs"}, {"workload", workload}})["runs"];
+      const nlohmann::json reply = ask({{"op", "runs"}, {"workload", workload}});
+      if (reply["ok"] != true) break;  // the daemon is gone: asking on would only time out
+      runs = reply["runs"];
       if (done(runs)) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

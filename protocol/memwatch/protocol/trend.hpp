@@ -86,7 +86,7 @@ class Trend {
     if (n < s.min_points || last - at(first).t < s.min_span_s) return 0;
     const double middle = (at(first).t + last) / 2;
     int split = first;  // the first sample of the late half
-    while (at(split).t < middle) ++split;
+    while (split < size_ - 1 && at(split).t < middle) ++split;
     const double whole = slope(first, size_);
     // The halves share the middle sample when one falls on it.
     const double early = slope(first, at(split).t == middle ? split + 1 : split);
@@ -108,16 +108,16 @@ class Trend {
     const int n = end - begin;
     if (n < 2) return 0;
     double mean_t = 0, mean_b = 0;
-    for (int i = begin; i < end; ++i) {
-      mean_t += at(i).t;
-      mean_b += at(i).bytes;
+    for (int k = 0; k < n; ++k) {
+      mean_t += at(begin + k).t;
+      mean_b += at(begin + k).bytes;
     }
     mean_t /= n;
     mean_b /= n;
     double cov = 0, var = 0;
-    for (int i = begin; i < end; ++i) {
-      const double dt = at(i).t - mean_t;
-      cov += dt * (at(i).bytes - mean_b);
+    for (int k = 0; k < n; ++k) {
+      const double dt = at(begin + k).t - mean_t;
+      cov += dt * (at(begin + k).bytes - mean_b);
       var += dt * dt;
     }
     return var > 0 ? cov / var : 0;
