@@ -1,5 +1,6 @@
 #include "query_server.hpp"
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <zmq.hpp>

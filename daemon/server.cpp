@@ -232,10 +232,14 @@ void Server::collect_refits() {
 }
 
 LiveFigures Server::figures() const {
-  return {counts_.runs,        static_cast<std::int64_t>(peers_.size()),
-          counts_.samples,     counts_.workloads,
-          stats_.frames,       stats_.warnings,
-          stats_.rejected,     curve_ ? curve_->refused() : 0};
+  return {.runs = counts_.runs,
+          .running = static_cast<std::int64_t>(peers_.size()),
+          .samples = counts_.samples,
+          .workloads = counts_.workloads,
+          .frames = stats_.frames,
+          .warnings = stats_.warnings,
+          .rejected_frames = stats_.rejected,
+          .refused_clients = curve_ ? curve_->refused() : 0};
 }
 
 json Server::status() const {

@@ -1,6 +1,6 @@
 // memwatchd's event loop: one thread polls the ingest ROUTER and a one-second timer (liveness
-// of running shims); queries are answered on a thread of their own (QueryServer). It never blocks on a client: replies to shims are sent
-// without waiting and dropped if the shim is gone.
+// of running shims); queries are answered on a thread of their own (QueryServer). It never
+// blocks on a client: replies to shims are sent without waiting and dropped if the shim is gone.
 #pragma once
 
 #include <atomic>
