@@ -198,8 +198,7 @@ void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
   ++stats_.hellos;
   const std::int64_t run = store_.begin_run(hello, unix_now());  // on disk: acknowledged below
   ++counts_.runs;
-  if (known_workloads_.insert(hello.workload).second)
-    counts_.workloads = static_cast<std::int64_t>(known_workloads_.size());
+  known_workloads_.insert(hello.workload);
   peers_[peer] = Peer{run, hello.workload, 0, RunWatch(hello)};
   const protocol::Verdict verdict = judge_run(models_, hello);
   const std::string frame = protocol::encode(verdict);
@@ -235,7 +234,7 @@ LiveFigures Server::figures() const {
   return {.runs = counts_.runs,
           .running = static_cast<std::int64_t>(peers_.size()),
           .samples = counts_.samples,
-          .workloads = counts_.workloads,
+          .workloads = static_cast<std::int64_t>(known_workloads_.size()),
           .frames = stats_.frames,
           .warnings = stats_.warnings,
           .rejected_frames = stats_.rejected,

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "memwatch/protocol/endpoints.hpp"
-#include "memwatch/protocol/trend.hpp"
 
 namespace memwatch::shim {
 
@@ -184,8 +183,6 @@ const Param* config_find_param(const Config& config, std::string_view name) {
 void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn) {
   config = Config{};
   config.on_oom = OnOom::warn;
-  config.warn_share = protocol::WatchSettings{}.share;
-  config.warn_horizon_s = protocol::WatchSettings{}.horizon_s;
   config.allocator = Allocator::system;
   config.signals = true;
   config.batch_bytes = kBatchBytes;
@@ -261,7 +258,7 @@ void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn
       bad("MEMWATCH_WARN_SHARE",
           "expected a share of the capacity like 0.9 or 90%, got '" + std::string(v) + "'");
     else
-      config.warn_share = share;
+      config.watch.share = share;
   }
 
   if (const char* v = env("MEMWATCH_WARN_HORIZON"); v && *v) {
@@ -270,7 +267,7 @@ void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn
       bad("MEMWATCH_WARN_HORIZON",
           "expected seconds like 30 or 30s (0: no trend warning), got '" + std::string(v) + "'");
     else
-      config.warn_horizon_s = seconds;
+      config.watch.horizon_s = seconds;
   }
 
   if (const char* v = env("MEMWATCH_ALLOCATOR"); v && *v) {

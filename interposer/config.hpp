@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "counters.hpp"
+#include "memwatch/protocol/trend.hpp"
 
 namespace memwatch::shim {
 
@@ -33,8 +34,7 @@ struct Config {
   std::int64_t host_capacity;                  // bytes; 0: unknown
   std::int64_t device_capacity[kMaxDevices];  // bytes; 0: ask the device
   OnOom on_oom;
-  double warn_share;      // warn when live memory passes this share of a capacity
-  double warn_horizon_s;  // ... or is on course to within this many seconds (0: never)
+  protocol::WatchSettings watch;  // capacity warnings: the share, and the on-course horizon
   Allocator allocator;
   bool signals;
   std::int64_t batch_bytes;

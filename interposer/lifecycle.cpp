@@ -192,8 +192,7 @@ void start_reporter() {
   ReporterOptions options;
   options.host_capacity_bytes = g_host_capacity;
   options.device_capacity = device_capacity;
-  options.watch.share = g_config.warn_share;
-  options.watch.horizon_s = g_config.warn_horizon_s;
+  options.watch = g_config.watch;
   g_link = nullptr;
   const memwatch::protocol::CurveClientKeys* keys = nullptr;
   if (DaemonLink::daemon_may_listen(g_config.endpoint) && curve_keys_for_link(keys)) {

@@ -62,13 +62,7 @@ std::optional<json> ask_as(zmq::context_t& context, const std::string& endpoint,
 }
 
 json wait_status(test::Daemon& daemon, const std::function<bool(const json&)>& done) {
-  json status;
-  for (int i = 0; i < 250; ++i) {
-    status = daemon.ask({{"op", "status"}});
-    if (status["ok"] == true && done(status)) break;
-    std::this_thread::sleep_for(20ms);
-  }
-  return status;
+  return daemon.ask_until({{"op", "status"}}, done);
 }
 
 // The daemon ends cleanly on SIGTERM, and a sanitizer found nothing in it.

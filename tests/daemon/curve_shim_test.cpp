@@ -3,17 +3,14 @@
 // folder it cannot read is stored nowhere; and every program runs exactly as without memwatch.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "daemon_process.hpp"
 #include "process.hpp"
 
 using nlohmann::json;
 using namespace memwatch;
-using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
@@ -79,12 +76,8 @@ TEST_F(CurveShim, ANodeWithAListedKeyHasItsRunStored) {
 TEST_F(CurveShim, NodesWithoutAListedKeyAreStoredNowhereAndCounted) {
   expect_as_without_memwatch(run_node("keyless", ""));
   expect_as_without_memwatch(run_node("stranger", stranger_keys()));
-  json status;
-  for (int i = 0; i < 100; ++i) {
-    status = daemon_.ask({{"op", "status"}});
-    if (status["refused_clients"].get<int>() >= 2) break;
-    std::this_thread::sleep_for(20ms);
-  }
+  const json status = daemon_.ask_until(
+      {{"op", "status"}}, [](const json& s) { return s["refused_clients"].get<int>() >= 2; });
   EXPECT_GE(status["refused_clients"].get<int>(), 2) << status.dump();
   EXPECT_EQ(status["runs"], 0) << status.dump();
   EXPECT_EQ(daemon_.ask({{"op", "workloads"}})["workloads"].size(), 0u);

@@ -143,12 +143,8 @@ TEST(Daemon, GarbageFramesAndAbsurdParametersAreRefusedAndTheDaemonServesOn) {
   for (const auto& f : frames) dealer.send(zmq::buffer(f), zmq::send_flags::none);
   // A sample from a peer that never said hello.
   dealer.send(zmq::buffer(protocol::encode(protocol::Sample{})), zmq::send_flags::none);
-  json status;
-  for (int i = 0; i < 100; ++i) {
-    status = daemon.ask({{"op", "status"}});
-    if (status["rejected_frames"].get<int>() >= 8) break;
-    std::this_thread::sleep_for(20ms);
-  }
+  const json status = daemon.ask_until(
+      {{"op", "status"}}, [](const json& s) { return s["rejected_frames"].get<int>() >= 8; });
   EXPECT_EQ(status["ok"], true);
   EXPECT_GE(status["rejected_frames"].get<int>(), 8);
   EXPECT_EQ(status["runs"], 0);
@@ -232,13 +228,7 @@ void sweep_alloc_mib(Daemon& daemon, std::initializer_list<int> sizes) {
 }
 
 json wait_model(Daemon& daemon, const std::string& workload) {
-  json reply;
-  for (int i = 0; i < 300; ++i) {
-    reply = daemon.ask({{"op", "predict"}, {"workload", workload}, {"params", {{"mib", 1}}}});
-    if (reply["ok"] == true && reply["runs"].get<int>() >= 8) break;
-    std::this_thread::sleep_for(20ms);
-  }
-  return reply;
+  return daemon.wait_model(workload, "host_peak_bytes", {{"mib", 1}}, 8);
 }
 
 TEST(Daemon, ModelsAreRefittedAsRunsArriveAndPredictAndMaxAnswer) {

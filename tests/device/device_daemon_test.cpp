@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "daemon_process.hpp"
 #include "event_log.hpp"
@@ -28,20 +27,6 @@ test::Environment shim_env(const test::Daemon& d, const std::string& workload,
           {"MEMWATCH_WORKLOAD", workload}, {"MEMWATCH_PARAMS", params}};
 }
 
-// The device model of `workload`, once it has been fitted on at least `runs` runs.
-json wait_device_model(test::Daemon& daemon, const std::string& workload, int runs) {
-  json reply;
-  for (int i = 0; i < 300; ++i) {
-    reply = daemon.ask({{"op", "predict"},
-                        {"workload", workload},
-                        {"target", "device_peak_bytes"},
-                        {"params", {{"mib", 1}}}});
-    if (reply["ok"] == true && reply["runs"].get<int>() >= runs) break;
-    std::this_thread::sleep_for(20ms);
-  }
-  return reply;
-}
-
 TEST(DeviceDaemon, ARunPredictedPastTheDeviceCapacityIsWarnedAndAbortStopsIt) {
   test::TempDir dir;
   test::Daemon daemon(dir.path());
@@ -56,7 +41,8 @@ TEST(DeviceDaemon, ARunPredictedPastTheDeviceCapacityIsWarnedAndAbortStopsIt) {
   ASSERT_TRUE(test::all_finished(runs, sizes.size())) << runs.dump();
   for (const json& r : runs)
     EXPECT_EQ(r["device_peak_bytes"], r["params"]["mib"].get<std::int64_t>() << 20);
-  const json model = wait_device_model(daemon, "devgrows", static_cast<int>(sizes.size()));
+  const json model = daemon.wait_model("devgrows", "device_peak_bytes", {{"mib", 1}},
+                                       static_cast<int>(sizes.size()));
   ASSERT_EQ(model["ok"], true) << model.dump();
   EXPECT_NEAR(model["peak_bytes"].get<double>(), 1 << 20, 1 << 16);
 

@@ -44,8 +44,8 @@ TEST(Config, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(c.on_oom, OnOom::warn);
   EXPECT_EQ(c.allocator, Allocator::system);
   EXPECT_EQ(c.batch_bytes, kBatchBytes);
-  EXPECT_EQ(c.warn_share, 0.9);
-  EXPECT_EQ(c.warn_horizon_s, 30);
+  EXPECT_EQ(c.watch.share, 0.9);
+  EXPECT_EQ(c.watch.horizon_s, 30);
   EXPECT_EQ(c.report_path[0], '\0');
   EXPECT_EQ(std::string(c.endpoint).rfind("ipc://", 0), 0u);
 }
@@ -78,8 +78,8 @@ TEST(Config, EveryVariableParsed) {
   EXPECT_EQ(c.allocator, Allocator::jemalloc);
   EXPECT_FALSE(c.signals);
   EXPECT_EQ(c.batch_bytes, 0);
-  EXPECT_DOUBLE_EQ(c.warn_share, 0.8);
-  EXPECT_EQ(c.warn_horizon_s, 45);
+  EXPECT_DOUBLE_EQ(c.watch.share, 0.8);
+  EXPECT_EQ(c.watch.horizon_s, 45);
 }
 
 TEST(Config, ArgvParamsTakeBothFlagForms) {
@@ -130,8 +130,8 @@ TEST(Config, EachBadValueGivesOneMessageNamingTheVariableAndKeepsTheDefault) {
     EXPECT_EQ(c.on_oom, OnOom::warn);
     EXPECT_EQ(c.allocator, Allocator::system);
     EXPECT_STREQ(c.workload, "prog");
-    EXPECT_EQ(c.warn_share, 0.9);
-    EXPECT_EQ(c.warn_horizon_s, 30);
+    EXPECT_EQ(c.watch.share, 0.9);
+    EXPECT_EQ(c.watch.horizon_s, 30);
   }
 }
 

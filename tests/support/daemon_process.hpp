@@ -151,28 +151,43 @@ class Daemon {
     const std::string text = request.is_string() ? request.get<std::string>() : request.dump();
     s.send(zmq::buffer(text), zmq::send_flags::none);
     zmq::message_t reply;
-    if (!s.recv(reply)) return nlohmann::json{{"ok", false}, {"error", "no reply"}};
+    if (!s.recv(reply)) return nlohmann::json{{"ok", false}, {"error", kNoReply}};
     return nlohmann::json::parse(reply.to_string());
   }
 
-  // Polls until `done(runs)`, a deadline, or a query unanswered.
-  nlohmann::json wait_runs(const std::string& workload,
+  // Asks `request` again until a reply with ok:true satisfies `done`, the daemon stops
+  // answering (asking on would only time out), or about 6 s pass; returns the last reply.
+  nlohmann::json ask_until(const nlohmann::json& request,
                            const std::function<bool(const nlohmann::json&)>& done) {
-    nlohmann::json runs;
+    nlohmann::json reply;
     for (int i = 0; i < 300; ++i) {
-      const nlohmann::json reply = ask({{"op", "runs"}, {"workload", workload}});
-      if (reply["ok"] != true) break;  // the daemon is gone: asking on would only time out
-      runs = reply["runs"];
-      if (done(runs)) break;
+      reply = ask(request);
+      if (reply.value("error", "") == kNoReply || (reply["ok"] == true && done(reply))) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    return runs;
+    return reply;
+  }
+
+  // The runs of `workload` once `done(runs)`, or as they were at the deadline.
+  nlohmann::json wait_runs(const std::string& workload,
+                           const std::function<bool(const nlohmann::json&)>& done) {
+    return ask_until({{"op", "runs"}, {"workload", workload}},
+                     [&](const nlohmann::json& reply) { return done(reply["runs"]); })["runs"];
+  }
+
+  // A prediction from the model of `workload` (`target`), once it was fitted on `runs` runs.
+  nlohmann::json wait_model(const std::string& workload, const std::string& target,
+                            const nlohmann::json& params, int runs) {
+    return ask_until(
+        {{"op", "predict"}, {"workload", workload}, {"target", target}, {"params", params}},
+        [runs](const nlohmann::json& reply) { return reply["runs"].get<int>() >= runs; });
   }
 
   zmq::context_t context_;
 
  private:
   static constexpr std::string_view kReady = "memwatchd: ingest ";
+  static constexpr const char* kNoReply = "no reply";
   static std::size_t count(const std::string& text, std::string_view what) {
     std::size_t n = 0;
     for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
