@@ -199,7 +199,7 @@ void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
   const std::int64_t run = store_.begin_run(hello, unix_now());  // on disk: acknowledged below
   ++counts_.runs;
   known_workloads_.insert(hello.workload);
-  peers_[peer] = Peer{run, hello.workload, 0, RunWatch(hello)};
+  peers_[peer] = Peer{run, hello.workload, RunWatch(hello)};
   const protocol::Verdict verdict = judge_run(models_, hello);
   const std::string frame = protocol::encode(verdict);
   std::array<zmq::const_buffer, 2> reply = {zmq::buffer(peer), zmq::buffer(frame)};
@@ -213,9 +213,7 @@ void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
 
 void Server::on_sample(Peer& peer, const protocol::Sample& sample) {
   ++stats_.samples;
-  const std::int64_t peak = sample.host_peak_bytes + sample.device_peak_bytes;
-  store_.add_sample(peer.run, sample, /*new_peak=*/peak > peer.peak_bytes);
-  peer.peak_bytes = std::max(peer.peak_bytes, peak);
+  store_.add_sample(peer.run, sample);
   ++counts_.samples;
   for (const json& warning : peer.watch.observe(sample, options_.watch, peer.run, peer.workload)) {
     ++stats_.warnings;

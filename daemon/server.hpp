@@ -33,8 +33,7 @@ struct IngestStats {
 struct Peer {
   std::int64_t run = 0;
   std::string workload;
-  std::int64_t peak_bytes = 0;  // host + device peak last recorded in the runs table
-  RunWatch watch;               // live memory against the capacities of its HELLO
+  RunWatch watch;  // live memory against the capacities of its HELLO
 };
 
 class Server {

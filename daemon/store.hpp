@@ -61,11 +61,11 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   std::int64_t begin_run(const protocol::Hello& hello, double now_unix_s);
-  // Queues a sample; `new_peak`: it raised the run's peak, which the runs table records too.
-  // Samples reach the file together, in one transaction, at flush_samples or before any other
-  // write: a commit per sample (a WAL write) cost more than the insert at 20,000 a second, and
-  // a transaction left open between them would hold the write lock the refit worker needs.
-  void add_sample(std::int64_t run, const protocol::Sample& sample, bool new_peak = true);
+  // Queues a sample. Samples reach the file together, in one transaction that also raises each
+  // run's peaks and sample count, at flush_samples or before any other write: a commit per
+  // sample (a WAL write) cost more than the insert at 20,000 a second, and a transaction left
+  // open between them would hold the write lock the refit worker needs.
+  void add_sample(std::int64_t run, const protocol::Sample& sample);
   void flush_samples();
   [[nodiscard]] std::size_t queued_samples() const { return queued_.size(); }
   void finish_run(std::int64_t run, const protocol::Bye& bye);
@@ -92,13 +92,13 @@ class Store {
 
  private:
   void exec(const char* sql);
+  void upgrade_schema();
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_sample_ = nullptr;  // prepared once: samples come by the thousand
-  sqlite3_stmt* raise_peak_ = nullptr;
+  sqlite3_stmt* update_run_ = nullptr;
   struct QueuedSample {
     std::int64_t run;
     protocol::Sample sample;
-    bool new_peak;
   };
   std::vector<QueuedSample> queued_;
   std::string path_;

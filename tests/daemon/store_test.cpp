@@ -30,11 +30,14 @@ TEST(Store, ARunFromHelloToByeAndBackAfterReopening) {
     Store store(db);
     id = store.begin_run(hello("unet", 2), 100);
     store.add_sample(id, {1234, 0.5, 10, 20, 0, 0});
-    store.add_sample(id, {1234, 1.0, 30, 40, 0, 5});
+    store.add_sample(id, {.pid = 1234, .t_s = 1.0, .host_live_bytes = 30, .host_peak_bytes = 40,
+                          .device_live_bytes = 5, .device_peak_bytes = 5});
     EXPECT_EQ(store.queued_samples(), 2u);
     store.flush_samples();
     EXPECT_EQ(store.queued_samples(), 0u);
     EXPECT_EQ(store.run(id)->samples, 2);
+    EXPECT_EQ(store.run(id)->host_peak_bytes, 40);  // the batch raised the run's peaks
+    EXPECT_EQ(store.run(id)->device_peak_bytes, 5);
     protocol::Bye bye;
     bye.host_peak_bytes = 50;
     bye.heap_peak_bytes = 45;
@@ -81,6 +84,56 @@ TEST(Store, AFileThatIsNotADatabaseIsRefusedAndLeftAlone) {
   std::ofstream(path) << "these are my notes, not a database\n";
   EXPECT_THROW(Store{path}, StoreError);
   EXPECT_EQ(test::read_file(path), "these are my notes, not a database\n");
+}
+
+// A store written before runs counted their samples, as that version made it.
+void write_store_without_sample_counts(const std::string& path) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* sql = R"sql(
+    PRAGMA journal_mode=WAL;
+    CREATE TABLE runs (id INTEGER PRIMARY KEY, workload TEXT NOT NULL, params TEXT NOT NULL,
+      host TEXT NOT NULL, pid INTEGER NOT NULL, status TEXT NOT NULL, started REAL NOT NULL,
+      elapsed_s REAL NOT NULL DEFAULT 0, host_peak_bytes INTEGER NOT NULL DEFAULT 0,
+      heap_peak_bytes INTEGER NOT NULL DEFAULT 0, mmap_peak_bytes INTEGER NOT NULL DEFAULT 0,
+      device_peak_bytes INTEGER NOT NULL DEFAULT 0, pinned_peak_bytes INTEGER NOT NULL DEFAULT 0,
+      managed_peak_bytes INTEGER NOT NULL DEFAULT 0, rss_hwm_bytes INTEGER NOT NULL DEFAULT 0,
+      host_capacity_bytes INTEGER NOT NULL DEFAULT 0, exit_cause TEXT NOT NULL DEFAULT '',
+      exit_detail INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE samples (run_id INTEGER NOT NULL REFERENCES runs(id), t_s REAL NOT NULL,
+      host_live_bytes INTEGER NOT NULL, host_peak_bytes INTEGER NOT NULL,
+      device_live_bytes INTEGER NOT NULL, device_peak_bytes INTEGER NOT NULL);
+    CREATE INDEX samples_by_run ON samples(run_id);
+    INSERT INTO runs (id, workload, params, host, pid, status, started, host_peak_bytes)
+      VALUES (1, 'unet', '{"batch":2}', 'node', 1, 'finished', 100, 70),
+             (2, 'unet', '{"batch":4}', 'node', 2, 'running', 200, 90);
+    INSERT INTO samples VALUES (1, 0.1, 10, 10, 0, 0), (1, 0.2, 70, 70, 0, 0),
+                               (2, 0.1, 90, 90, 0, 0), (1, 0.3, 5, 70, 0, 0);
+  )sql";
+  ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+TEST(Store, AnOlderStoreIsUpgradedInPlaceAndKeepsEveryRun) {
+  test::TempDir dir;
+  const std::string db = dir.file("old.db");
+  write_store_without_sample_counts(db);
+  {
+    Store store(db);
+    const auto runs = store.runs("unet");
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_EQ(runs[0].samples, 3);
+    EXPECT_EQ(runs[0].host_peak_bytes, 70);
+    EXPECT_EQ(runs[1].samples, 1);
+    EXPECT_EQ(store.counts().samples, 4);
+    store.add_sample(2, {.pid = 2, .t_s = 0.5, .host_live_bytes = 95, .host_peak_bytes = 95});
+    store.flush_samples();
+    EXPECT_EQ(store.run(2)->samples, 2);
+    EXPECT_EQ(store.run(2)->host_peak_bytes, 95);
+  }
+  Store again(db);  // a second opening finds the upgrade done and counts nothing twice
+  EXPECT_EQ(again.counts().samples, 5);
+  EXPECT_EQ(again.run(1)->samples, 3);
 }
 
 }  // namespace
