@@ -30,8 +30,12 @@ TEST(Store, ARunFromHelloToByeAndBackAfterReopening) {
     Store store(db);
     id = store.begin_run(hello("unet", 2), 100);
     store.add_sample(id, {1234, 0.5, 10, 20, 0, 0});
-    store.add_sample(id, {.pid = 1234, .t_s = 1.0, .host_live_bytes = 30, .host_peak_bytes = 40,
-                          .device_live_bytes = 5, .device_peak_bytes = 5});
+    store.add_sample(id, {.pid = 1234,
+                          .t_s = 1.0,
+                          .host_live_bytes = 30,
+                          .host_peak_bytes = 40,
+                          .device_live_bytes = 5,
+                          .device_peak_bytes = 5});
     EXPECT_EQ(store.queued_samples(), 2u);
     store.flush_samples();
     EXPECT_EQ(store.queued_samples(), 0u);
