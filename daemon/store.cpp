@@ -123,6 +123,13 @@ constexpr const char* kRunColumns =
     "heap_peak_bytes, mmap_peak_bytes, device_peak_bytes, rss_hwm_bytes, host_capacity_bytes, "
     "exit_cause, samples";
 
+// Finishes its statement before returning: SQLite refuses to change the schema under one.
+bool runs_count_samples(sqlite3* db) {
+  Statement column(db, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'samples'");
+  column.step();
+  return column.integer(0) > 0;
+}
+
 Run read_run(const Statement& s) {
   Run r;
   r.id = s.integer(0);
@@ -214,17 +221,12 @@ void Store::exec(const char* sql) {
 void Store::upgrade_schema() {
   // A store from before runs.samples: count each run's samples once and drop the index that
   // counting them needed. In one transaction, so a second connection opening the same file
-  // finds the upgrade whole or not at all, and a failure leaves the file as it was.
+  // finds the upgrade whole or not at all, and a failure leaves the file as it was. An upgraded
+  // file is only read: opening it takes no write lock.
+  if (runs_count_samples(db_)) return;
   exec("BEGIN IMMEDIATE");
   try {
-    bool counted = false;
-    {
-      Statement column(db_,
-                       "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'samples'");
-      column.step();
-      counted = column.integer(0) > 0;
-    }  // finished before the schema changes: SQLite refuses DDL under an open statement
-    if (!counted) {
+    if (!runs_count_samples(db_)) {  // no other connection upgraded it meanwhile
       exec("ALTER TABLE runs ADD COLUMN samples INTEGER NOT NULL DEFAULT 0");
       exec("UPDATE runs SET samples = (SELECT COUNT(*) FROM samples WHERE run_id = runs.id)");
       exec("DROP INDEX IF EXISTS samples_by_run");
