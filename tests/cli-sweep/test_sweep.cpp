@@ -2,36 +2,45 @@
 // interruption, usage errors; and with the real shim, peaks that follow the allocation.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include "../common/run_program.hpp"
+#include "process.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using memwatch::testrun::lines_of;
-using memwatch::testrun::Outcome;
-using memwatch::testrun::run;
-using memwatch::testrun::slurp;
-using memwatch::testrun::TempDir;
+using memwatch::test::Environment;
+using memwatch::test::Finished;
+using memwatch::test::lines_of;
+using memwatch::test::read_file;
+using memwatch::test::run;
+using memwatch::test::TempDir;
 
 using Row = std::map<std::string, std::string>;
 
-std::vector<Row> read_csv(const fs::path& path) {
-  auto lines = lines_of(slurp(path));
+// No rows while the sweep has not written the file (yet).
+std::vector<Row> read_csv(const std::string& path) {
   std::vector<Row> rows;
+  if (!fs::exists(path)) return rows;
+  auto lines = lines_of(read_file(path));
   if (lines.empty()) return rows;
   auto split = [](const std::string& line) {
     std::vector<std::string> cells;
     std::string cell;
     for (char c : line) {
-      if (c == ',') cells.push_back(cell), cell.clear();
-      else cell += c;
+      if (c == ',')
+        cells.push_back(cell), cell.clear();
+      else
+        cell += c;
     }
     cells.push_back(cell);
     return cells;
@@ -48,8 +57,8 @@ std::vector<Row> read_csv(const fs::path& path) {
 }
 
 // sweep ARGS -- sweep-helper HELPER_ARGS, over the empty stand-in for the shim.
-Outcome sweep(std::vector<std::string> args, const std::vector<std::string>& helper_args,
-              const std::string& shim = STUB_PRELOAD) {
+Finished sweep(std::vector<std::string> args, const std::vector<std::string>& helper_args,
+               const std::string& shim = STUB_PRELOAD) {
   std::vector<std::string> argv{MEMWATCH_BIN, "sweep", "--shim", shim};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--");
@@ -60,13 +69,13 @@ Outcome sweep(std::vector<std::string> args, const std::vector<std::string>& hel
 
 TEST(Sweep, WritesOneRowPerCombinationWithItsParameters) {
   TempDir dir;
-  auto o = sweep({"--grid", "mib=1,2", "--grid", "code=0,7", "--out", (dir / "runs.csv")},
+  auto o = sweep({"--grid", "mib=1,2", "--grid", "code=0,7", "--out", dir.file("runs.csv")},
                  {"{mib}", "{code}"});
-  ASSERT_EQ(o.status, 0) << o.err;
-  EXPECT_EQ(lines_of(slurp(dir / "runs.csv"))[0],
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(lines_of(read_file(dir.file("runs.csv")))[0],
             "mib,code,host_peak_bytes,heap_peak_bytes,device_peak_bytes,rss_hwm_bytes,elapsed_s,"
             "exit_status");
-  auto rows = read_csv(dir / "runs.csv");
+  auto rows = read_csv(dir.file("runs.csv"));
   ASSERT_EQ(rows.size(), 4u);
   const std::vector<std::pair<std::string, std::string>> order{
       {"1", "0"}, {"1", "7"}, {"2", "0"}, {"2", "7"}};
@@ -89,9 +98,9 @@ TEST(Sweep, WritesOneRowPerCombinationWithItsParameters) {
 TEST(Sweep, EveryPlaceholderInAWordIsReplaced) {
   TempDir dir;
   auto o = run({MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD, "--grid", "a=1,2", "--grid", "b=5",
-                "--out", (dir / "w.csv"), "--", "sh", "-c", "exit $0", "{a}{b}{a}"});
-  ASSERT_EQ(o.status, 0) << o.err;
-  auto rows = read_csv(dir / "w.csv");
+                "--out", dir.file("w.csv"), "--", "sh", "-c", "exit $0", "{a}{b}{a}"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto rows = read_csv(dir.file("w.csv"));
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0]["exit_status"], "151");
   EXPECT_EQ(rows[1]["exit_status"], "252");
@@ -99,27 +108,27 @@ TEST(Sweep, EveryPlaceholderInAWordIsReplaced) {
 
 TEST(Sweep, KilledAndTimedOutRunsAreRowsWithMinusTheSignal) {
   TempDir dir;
-  auto o = sweep({"--grid", "mib=1", "--out", (dir / "abort.csv")}, {"{mib}", "abort"});
-  ASSERT_EQ(o.status, 0) << o.err;
-  auto rows = read_csv(dir / "abort.csv");
+  auto o = sweep({"--grid", "mib=1", "--out", dir.file("abort.csv")}, {"{mib}", "abort"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto rows = read_csv(dir.file("abort.csv"));
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]["exit_status"], std::to_string(-SIGABRT));
 
   const auto start = std::chrono::steady_clock::now();
-  o = sweep({"--grid", "mib=1", "--timeout", "0.5", "--out", (dir / "sleep.csv")},
+  o = sweep({"--grid", "mib=1", "--timeout", "0.5", "--out", dir.file("sleep.csv")},
             {"{mib}", "sleep"});
-  ASSERT_EQ(o.status, 0) << o.err;
+  ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
-  rows = read_csv(dir / "sleep.csv");
+  rows = read_csv(dir.file("sleep.csv"));
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]["exit_status"], std::to_string(-SIGKILL));
 }
 
 TEST(Sweep, RepeatRunsEachPointThatManyTimes) {
   TempDir dir;
-  auto o = sweep({"--grid", "mib=1,2", "--repeat", "3", "--out", (dir / "r.csv")}, {"{mib}"});
-  ASSERT_EQ(o.status, 0) << o.err;
-  auto rows = read_csv(dir / "r.csv");
+  auto o = sweep({"--grid", "mib=1,2", "--repeat", "3", "--out", dir.file("r.csv")}, {"{mib}"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto rows = read_csv(dir.file("r.csv"));
   ASSERT_EQ(rows.size(), 6u);
   EXPECT_EQ(rows[2]["mib"], "1");
   EXPECT_EQ(rows[3]["mib"], "2");
@@ -127,24 +136,24 @@ TEST(Sweep, RepeatRunsEachPointThatManyTimes) {
 
 TEST(Sweep, ResumeRunsOnlyWhatTheFileLacks) {
   TempDir dir;
-  const auto out = dir / "runs.csv";
+  const auto out = dir.file("runs.csv");
   auto o = sweep({"--grid", "mib=1,2", "--out", out}, {"{mib}"});
-  ASSERT_EQ(o.status, 0) << o.err;
-  const std::string first = slurp(out);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string first = read_file(out);
 
   // Without --resume an existing file is never overwritten.
   o = sweep({"--grid", "mib=1,2", "--out", out}, {"{mib}"});
-  EXPECT_EQ(o.status, 2);
-  EXPECT_EQ(slurp(out), first);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(read_file(out), first);
 
   // A wider grid, written 2.0 for 2: only the new point runs, and the old rows stay as they were.
   o = sweep({"--grid", "mib=1,2.0,3", "--out", out, "--resume"}, {"{mib}"});
-  ASSERT_EQ(o.status, 0) << o.err;
+  ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.err.find("1 runs to do (2 already in"), std::string::npos) << o.err;
   auto rows = read_csv(out);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[2]["mib"], "3");
-  EXPECT_EQ(slurp(out).substr(0, first.size()), first);
+  EXPECT_EQ(read_file(out).substr(0, first.size()), first);
 
   // A row cut short by a crash is dropped and its run done again.
   {
@@ -152,7 +161,7 @@ TEST(Sweep, ResumeRunsOnlyWhatTheFileLacks) {
     append << "4,123";
   }
   o = sweep({"--grid", "mib=4", "--out", out, "--resume"}, {"{mib}"});
-  ASSERT_EQ(o.status, 0) << o.err;
+  ASSERT_EQ(o.exit_code, 0) << o.err;
   rows = read_csv(out);
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[3]["mib"], "4");
@@ -160,13 +169,13 @@ TEST(Sweep, ResumeRunsOnlyWhatTheFileLacks) {
 
   // Other parameter names cannot share the file.
   o = sweep({"--grid", "size=1", "--out", out, "--resume"}, {"{size}"});
-  EXPECT_EQ(o.status, 1);
+  EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.err.find("same parameter names"), std::string::npos) << o.err;
 }
 
 TEST(Sweep, AnInterruptedSweepKeepsWholeRowsAndResumes) {
   TempDir dir;
-  const auto out = dir / "runs.csv";
+  const auto out = dir.file("runs.csv");
   // The second point sleeps until the interrupt arrives.
   const std::string script = "case {mode} in 1) exec " + std::string(SWEEP_HELPER) +
                              " 1 0;; 2) exec " + SWEEP_HELPER + " 1 sleep;; *) exec " +
@@ -194,7 +203,7 @@ TEST(Sweep, AnInterruptedSweepKeepsWholeRowsAndResumes) {
 
   // The resumed sweep does the interrupted point and the one after it (here without sleeping).
   auto o = sweep({"--grid", "mode=1,2,3", "--out", out, "--resume"}, {"1", "0"});
-  ASSERT_EQ(o.status, 0) << o.err;
+  ASSERT_EQ(o.exit_code, 0) << o.err;
   rows = read_csv(out);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[1]["mode"], "2");
@@ -203,10 +212,10 @@ TEST(Sweep, AnInterruptedSweepKeepsWholeRowsAndResumes) {
 
 TEST(Sweep, ACommandThatCannotStartStopsTheSweepWithoutARow) {
   TempDir dir;
-  const auto out = dir / "runs.csv";
+  const auto out = dir.file("runs.csv");
   auto o = run({MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD, "--grid", "mib=1,2", "--out", out,
-                "--", (dir / "no-such-program").string(), "{mib}"});
-  EXPECT_EQ(o.status, 1);
+                "--", dir.file("no-such-program"), "{mib}"});
+  EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.err.find("cannot run"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("No such file"), std::string::npos) << o.err;
   EXPECT_TRUE(read_csv(out).empty());
@@ -214,14 +223,14 @@ TEST(Sweep, ACommandThatCannotStartStopsTheSweepWithoutARow) {
 
 TEST(Sweep, UsageErrorsExitTwoBeforeRunningAnything) {
   TempDir dir;
-  const auto out = (dir / "u.csv").string();
+  const auto out = dir.file("u.csv");
   const std::vector<std::vector<std::string>> bad{
-      {"--grid", "mib=1", "--out", out},                         // no command
-      {"--grid", "mib=1,x", "--out", out, "--", SWEEP_HELPER},   // not a number
-      {"--grid", "mib", "--out", out, "--", SWEEP_HELPER},       // no values
+      {"--grid", "mib=1", "--out", out},                        // no command
+      {"--grid", "mib=1,x", "--out", out, "--", SWEEP_HELPER},  // not a number
+      {"--grid", "mib", "--out", out, "--", SWEEP_HELPER},      // no values
       {"--grid", "mib=1", "--grid", "mib=2", "--out", out, "--", SWEEP_HELPER},
       {"--grid", "mib=1", "--out", out, "--", SWEEP_HELPER, "{mb}"},  // unknown placeholder
-      {"--grid", "mib=1", "--", SWEEP_HELPER},                   // no --out
+      {"--grid", "mib=1", "--", SWEEP_HELPER},                        // no --out
       {"--grid", "mib=1", "--out", out, "--repeat", "0", "--", SWEEP_HELPER},
       {"--grid", "mib=1", "--out", out, "--bogus", "--", SWEEP_HELPER},
   };
@@ -229,13 +238,13 @@ TEST(Sweep, UsageErrorsExitTwoBeforeRunningAnything) {
     std::vector<std::string> argv{MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD};
     argv.insert(argv.end(), args.begin(), args.end());
     auto o = run(argv);
-    EXPECT_EQ(o.status, 2) << args[args.size() > 4 ? 4 : 0] << "\n" << o.err;
+    EXPECT_EQ(o.exit_code, 2) << args[args.size() > 4 ? 4 : 0] << "\n" << o.err;
     EXPECT_EQ(lines_of(o.err).size(), 1u) << o.err;
     EXPECT_FALSE(fs::exists(out));
   }
-  auto o = run({MEMWATCH_BIN, "sweep", "--shim", (dir / "none.so"), "--grid", "mib=1", "--out",
+  auto o = run({MEMWATCH_BIN, "sweep", "--shim", dir.file("none.so"), "--grid", "mib=1", "--out",
                 out, "--", SWEEP_HELPER, "{mib}"});
-  EXPECT_EQ(o.status, 1);
+  EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.err.find("libmemwatch.so not found at"), std::string::npos) << o.err;
 }
 
@@ -243,12 +252,12 @@ TEST(Sweep, UsageErrorsExitTwoBeforeRunningAnything) {
 TEST(SweepUnderShim, PeaksFollowTheAllocation) {
   TempDir dir;
   // No --shim: the sweep finds libmemwatch.so beside its own binary, in ../lib.
-  auto o = run({MEMWATCH_BIN, "sweep", "--grid", "mib=8,64,256", "--out", (dir / "peaks.csv"),
+  auto o = run({MEMWATCH_BIN, "sweep", "--grid", "mib=8,64,256", "--out", dir.file("peaks.csv"),
                 "--", SWEEP_HELPER, "{mib}"},
-               {"-u", "MEMWATCH_SHIM"});
+               Environment{{"MEMWATCH_SHIM", "\x01unset"}});
   EXPECT_NE(o.err.find("shim " SHIM_PATH), std::string::npos) << o.err;
-  ASSERT_EQ(o.status, 0) << o.err;
-  auto rows = read_csv(dir / "peaks.csv");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto rows = read_csv(dir.file("peaks.csv"));
   ASSERT_EQ(rows.size(), 3u);
   std::uint64_t last = 0;
   for (auto& row : rows) {
@@ -264,7 +273,9 @@ TEST(SweepUnderShim, PeaksFollowTheAllocation) {
   }
 }
 #else
-TEST(SweepUnderShim, PeaksFollowTheAllocation) { GTEST_SKIP() << "this tree builds no shim"; }
+TEST(SweepUnderShim, PeaksFollowTheAllocation) {
+  GTEST_SKIP() << "this tree builds no shim";
+}
 #endif
 
 }  // namespace

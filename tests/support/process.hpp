@@ -41,4 +41,7 @@ class TempDir {
 
 std::string read_file(const std::string& path);
 
+// The non-empty lines of `text`, without their line ends.
+std::vector<std::string> lines_of(const std::string& text);
+
 }  // namespace memwatch::test

@@ -3,18 +3,30 @@
 #include <gtest/gtest.h>
 #include <nifti1_io.h>
 
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
-#include "../common/run_program.hpp"
+#include "process.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using memwatch::testrun::lines_of;
-using memwatch::testrun::Outcome;
-using memwatch::testrun::run;
-using memwatch::testrun::slurp;
-using memwatch::testrun::TempDir;
+using memwatch::test::Environment;
+using memwatch::test::Finished;
+using memwatch::test::lines_of;
+using memwatch::test::read_file;
+using memwatch::test::TempDir;
+
+// A run may take as long as the whole test may (the TIMEOUT in CMakeLists.txt): training is slow
+// on a loaded machine.
+Finished run(const std::vector<std::string>& argv, const Environment& env = {}) {
+  return memwatch::test::run(argv, env, std::chrono::seconds(600));
+}
 
 struct Config {
   std::int64_t channels, classes, filters, levels;
@@ -34,7 +46,7 @@ std::int64_t formula(const Config& c) {
   return n + width(0) * c.classes + c.classes;
 }
 
-nlohmann::json summary_of(const Outcome& o) {
+nlohmann::json summary_of(const Finished& o) {
   auto lines = lines_of(o.out);
   EXPECT_FALSE(lines.empty()) << o.err;
   if (lines.empty()) return {};
@@ -42,28 +54,31 @@ nlohmann::json summary_of(const Outcome& o) {
 }
 
 std::vector<std::string> with_flags(std::vector<std::string> argv, const Config& c) {
-  for (auto [flag, v] : {std::pair{"--channels", c.channels}, {"--classes", c.classes},
-                         {"--filters", c.filters}, {"--levels", c.levels}}) {
+  for (auto [flag, v] : {std::pair{"--channels", c.channels},
+                         {"--classes", c.classes},
+                         {"--filters", c.filters},
+                         {"--levels", c.levels}}) {
     argv.push_back(flag);
     argv.push_back(std::to_string(v));
   }
   return argv;
 }
 
-const std::vector<Config> kConfigs{
-    {1, 1, 16, 5}, {4, 3, 16, 5}, {4, 3, 8, 4}, {2, 5, 3, 3}, {1, 2, 32, 1}, {3, 1, 8, 2}};
+const std::vector<Config> kConfigs{{1, 1, 16, 5}, {4, 3, 16, 5}, {4, 3, 8, 4},
+                                   {2, 5, 3, 3},  {1, 2, 32, 1}, {3, 1, 8, 2}};
 
 TEST(Unet3dTrain, ReferenceConfigurationHasTheReferenceParameterCount) {
   EXPECT_EQ(formula({1, 1, 16, 5}), 5647857);
-  auto o = run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16", "--batch-size", "2"}, {1, 1, 16, 5}));
-  ASSERT_EQ(o.status, 0) << o.err;
+  auto o = run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16", "--batch-size", "2"},
+                          {1, 1, 16, 5}));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(summary_of(o)["parameters"], 5647857);
 }
 
 TEST(Unet3dTrain, ParameterCountsFollowTheFormula) {
   for (const auto& c : kConfigs) {
     auto o = run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16", "--batch-size", "2"}, c));
-    ASSERT_EQ(o.status, 0) << o.err;
+    ASSERT_EQ(o.exit_code, 0) << o.err;
     auto s = summary_of(o);
     EXPECT_EQ(s["parameters"].get<std::int64_t>(), formula(c))
         << c.channels << " " << c.classes << " " << c.filters << " " << c.levels;
@@ -80,11 +95,11 @@ std::vector<double> step_losses(const std::string& out) {
 }
 
 TEST(Unet3dTrain, ShortRunLossFallsAndIsReproducibleFromTheSeed) {
-  const std::vector<std::string> argv{UNET3D_TRAIN, "--dim", "16", "--levels", "3", "--filters",
-                                      "4", "--steps", "12", "--lr", "0.01", "--threads", "1",
-                                      "--seed", "1"};
+  const std::vector<std::string> argv{UNET3D_TRAIN, "--dim",     "16",      "--levels", "3",
+                                      "--filters",  "4",         "--steps", "12",       "--lr",
+                                      "0.01",       "--threads", "1",       "--seed",   "1"};
   auto o = run(argv);
-  ASSERT_EQ(o.status, 0) << o.err;
+  ASSERT_EQ(o.exit_code, 0) << o.err;
   auto s = summary_of(o);
   for (const char* key : {"parameters", "steps", "final_loss", "elapsed_s"})
     EXPECT_TRUE(s.contains(key)) << key;
@@ -101,9 +116,9 @@ TEST(Unet3dTrain, ShortRunLossFallsAndIsReproducibleFromTheSeed) {
 }
 
 TEST(Unet3dTrain, Bf16AndShapeRun) {
-  auto o = run({UNET3D_TRAIN, "--shape", "16,8,24", "--levels", "3", "--filters", "4",
-                "--steps", "2", "--precision", "bf16", "--batch-size", "2", "--threads", "1"});
-  ASSERT_EQ(o.status, 0) << o.err;
+  auto o = run({UNET3D_TRAIN, "--shape", "16,8,24", "--levels", "3", "--filters", "4", "--steps",
+                "2", "--precision", "bf16", "--batch-size", "2", "--threads", "1"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
   auto s = summary_of(o);
   EXPECT_EQ(s["precision"], "bf16");
   EXPECT_EQ(s["shape"], nlohmann::json::array({16, 8, 24}));
@@ -111,11 +126,20 @@ TEST(Unet3dTrain, Bf16AndShapeRun) {
 }
 
 const std::vector<std::vector<std::string>> kBadFlags{
-    {"--bogus", "1"},        {"--batch-size", "0"},    {"--batch-size", "two"},
-    {"--dim", "24"},         {"--dim", "48", "--levels", "6"},  {"--shape", "16,16"},
-    {"--precision", "fp16"}, {"--device", "tpu"},      {"--device", "cuda"},
-    {"--lr", "-1"},          {"--steps", "1.5"},       {"--dim"},
-    {"--dim", "16", "--shape", "16,16,16"},            {"stray"},
+    {"--bogus", "1"},
+    {"--batch-size", "0"},
+    {"--batch-size", "two"},
+    {"--dim", "24"},
+    {"--dim", "48", "--levels", "6"},
+    {"--shape", "16,16"},
+    {"--precision", "fp16"},
+    {"--device", "tpu"},
+    {"--device", "cuda"},
+    {"--lr", "-1"},
+    {"--steps", "1.5"},
+    {"--dim"},
+    {"--dim", "16", "--shape", "16,16,16"},
+    {"stray"},
     {"--dim", "16", "--levels", "5", "--batch-size", "1"},  // one value per channel at the bottom
 };
 
@@ -124,13 +148,13 @@ TEST(Unet3dTrain, BadFlagsGiveOneLineAndStatusTwo) {
     std::vector<std::string> argv{UNET3D_TRAIN};
     argv.insert(argv.end(), flags.begin(), flags.end());
     auto o = run(argv);
-    EXPECT_EQ(o.status, 2) << flags[0];
+    EXPECT_EQ(o.exit_code, 2) << flags[0];
     EXPECT_EQ(lines_of(o.err).size(), 1u) << o.err;
     EXPECT_TRUE(o.err.starts_with("unet3d-train: ")) << o.err;
     EXPECT_TRUE(o.out.empty()) << o.out;
   }
   auto o = run({UNET3D_TRAIN, "--dim", "24", "--levels", "4", "--steps", "0"});
-  EXPECT_EQ(o.status, 0) << "24 is divisible by 2^3: " << o.err;
+  EXPECT_EQ(o.exit_code, 0) << "24 is divisible by 2^3: " << o.err;
 }
 
 void write_nifti(const fs::path& path, std::array<int, 4> size, int datatype, float scale) {
@@ -140,8 +164,10 @@ void write_nifti(const fs::path& path, std::array<int, 4> size, int datatype, fl
   nifti_set_filenames(nim, name.c_str(), /*check=*/0, /*set_byte_order=*/1);
   for (std::size_t i = 0; i < nim->nvox; ++i) {
     const auto x = static_cast<int>(i % static_cast<std::size_t>(size[0]));
-    if (datatype == DT_UINT8) static_cast<std::uint8_t*>(nim->data)[i] = x < 4 ? 1 : 0;
-    else static_cast<float*>(nim->data)[i] = scale * static_cast<float>(i % 97);
+    if (datatype == DT_UINT8)
+      static_cast<std::uint8_t*>(nim->data)[i] = x < 4 ? 1 : 0;
+    else
+      static_cast<float*>(nim->data)[i] = scale * static_cast<float>(i % 97);
   }
   nifti_image_write(nim);
   nifti_image_free(nim);
@@ -149,33 +175,34 @@ void write_nifti(const fs::path& path, std::array<int, 4> size, int datatype, fl
 
 TEST(Unet3dTrain, TrainsOnNiftiVolumes) {
   TempDir dir;
-  fs::create_directories(dir / "imagesTr");
-  fs::create_directories(dir / "labelsTr");
+  const fs::path images = dir.file("imagesTr"), labels = dir.file("labelsTr");
+  fs::create_directories(images);
+  fs::create_directories(labels);
   for (const char* name : {"c1.nii.gz", "c2.nii"}) {
-    write_nifti(dir / "imagesTr" / name, {20, 16, 12, 4}, DT_FLOAT32, 0.5f);
-    write_nifti(dir / "labelsTr" / name, {20, 16, 12, 1}, DT_UINT8, 1.0f);
+    write_nifti(images / name, {20, 16, 12, 4}, DT_FLOAT32, 0.5f);
+    write_nifti(labels / name, {20, 16, 12, 1}, DT_UINT8, 1.0f);
   }
-  auto o = run({UNET3D_TRAIN, "--data", dir.path().string(), "--dim", "16", "--levels", "3",
-                "--filters", "4", "--steps", "3", "--batch-size", "3", "--threads", "1"});
-  ASSERT_EQ(o.status, 0) << o.err;
+  auto o = run({UNET3D_TRAIN, "--data", dir.path(), "--dim", "16", "--levels", "3", "--filters",
+                "4", "--steps", "3", "--batch-size", "3", "--threads", "1"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
   auto s = summary_of(o);
   EXPECT_EQ(s["data"], "nifti");
   EXPECT_TRUE(s["final_loss"].is_number());
 
-  o = run({UNET3D_TRAIN, "--data", (dir / "missing").string(), "--dim", "32", "--steps", "1"});
-  EXPECT_EQ(o.status, 1);
+  o = run({UNET3D_TRAIN, "--data", dir.file("missing"), "--dim", "32", "--steps", "1"});
+  EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.err.find("imagesTr"), std::string::npos) << o.err;
 }
 
 bool python_has_torch() {
-  return run({"/usr/bin/python3", "-c", "import torch, numpy"}).status == 0;
+  return run({"/usr/bin/python3", "-c", "import torch, numpy"}).exit_code == 0;
 }
 
 TEST(TrainPy, SummaryParsesAndParameterCountsMatchTheCppTrainer) {
   if (!python_has_torch()) GTEST_SKIP() << "/usr/bin/python3 has no torch (python3-torch)";
   auto o = run({"/usr/bin/python3", TRAIN_PY, "--dim", "16", "--levels", "3", "--filters", "4",
                 "--steps", "3", "--threads", "1", "--lr", "0.01"});
-  ASSERT_EQ(o.status, 0) << o.err;
+  ASSERT_EQ(o.exit_code, 0) << o.err;
   auto s = summary_of(o);
   EXPECT_EQ(s["steps"], 3);
   EXPECT_TRUE(s["final_loss"].is_number());
@@ -183,9 +210,11 @@ TEST(TrainPy, SummaryParsesAndParameterCountsMatchTheCppTrainer) {
   EXPECT_EQ(s["parameters"].get<std::int64_t>(), formula({4, 3, 4, 3}));
 
   for (const auto& c : kConfigs) {
-    auto py = run(with_flags({"/usr/bin/python3", TRAIN_PY, "--steps", "0", "--dim", "16", "--batch-size", "2"}, c));
-    auto cpp = run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16", "--batch-size", "2"}, c));
-    ASSERT_EQ(py.status, 0) << py.err;
+    auto py = run(with_flags(
+        {"/usr/bin/python3", TRAIN_PY, "--steps", "0", "--dim", "16", "--batch-size", "2"}, c));
+    auto cpp =
+        run(with_flags({UNET3D_TRAIN, "--steps", "0", "--dim", "16", "--batch-size", "2"}, c));
+    ASSERT_EQ(py.exit_code, 0) << py.err;
     EXPECT_EQ(summary_of(py)["parameters"], summary_of(cpp)["parameters"]);
   }
 }
@@ -196,29 +225,29 @@ TEST(TrainPy, BadFlagsAndNiftiVolumes) {
     std::vector<std::string> argv{"/usr/bin/python3", TRAIN_PY};
     argv.insert(argv.end(), flags.begin(), flags.end());
     auto o = run(argv);
-    EXPECT_EQ(o.status, 2) << flags[0] << o.err;
+    EXPECT_EQ(o.exit_code, 2) << flags[0] << o.err;
     EXPECT_EQ(lines_of(o.err).size(), 1u) << o.err;
   }
   TempDir dir;
-  fs::create_directories(dir / "imagesTr");
-  fs::create_directories(dir / "labelsTr");
-  write_nifti(dir / "imagesTr" / "c.nii.gz", {20, 16, 12, 4}, DT_FLOAT32, 0.5f);
-  write_nifti(dir / "labelsTr" / "c.nii.gz", {20, 16, 12, 1}, DT_UINT8, 1.0f);
-  auto o = run({"/usr/bin/python3", TRAIN_PY, "--data", dir.path().string(), "--dim", "16",
-                "--levels", "3", "--filters", "4", "--steps", "2", "--threads", "1"});
-  ASSERT_EQ(o.status, 0) << o.err;
+  fs::create_directories(dir.file("imagesTr"));
+  fs::create_directories(dir.file("labelsTr"));
+  write_nifti(dir.file("imagesTr/c.nii.gz"), {20, 16, 12, 4}, DT_FLOAT32, 0.5f);
+  write_nifti(dir.file("labelsTr/c.nii.gz"), {20, 16, 12, 1}, DT_UINT8, 1.0f);
+  auto o = run({"/usr/bin/python3", TRAIN_PY, "--data", dir.path(), "--dim", "16", "--levels", "3",
+                "--filters", "4", "--steps", "2", "--threads", "1"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(summary_of(o)["data"], "nifti");
 }
 
 #ifdef SHIM_PATH
 // The shim's report for one training step.
 nlohmann::json peaks_of(const TempDir& dir, std::int64_t batch, std::int64_t dim) {
-  const auto report = dir / ("b" + std::to_string(batch) + "d" + std::to_string(dim) + ".json");
+  const auto report = dir.file("b" + std::to_string(batch) + "d" + std::to_string(dim) + ".json");
   auto o = run({UNET3D_TRAIN, "--batch-size", std::to_string(batch), "--dim", std::to_string(dim),
                 "--levels", "3", "--filters", "4", "--steps", "1", "--threads", "1"},
-               {"LD_PRELOAD=" SHIM_PATH, "MEMWATCH_REPORT=" + report.string()});
-  EXPECT_EQ(o.status, 0) << o.err;
-  return nlohmann::json::parse(slurp(report));
+               {{"LD_PRELOAD", SHIM_PATH}, {"MEMWATCH_REPORT", report}});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  return nlohmann::json::parse(read_file(report));
 }
 
 TEST(Unet3dTrainUnderShim, PeaksGrowWithBatchAndDim) {

@@ -3,18 +3,21 @@
 #include <gtest/gtest.h>
 #include <nifti1_io.h>
 
+#include <array>
 #include <cmath>
+#include <filesystem>
 #include <functional>
+#include <string>
 
-#include "../common/run_program.hpp"
+#include "process.hpp"
 #include "volumes.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using memwatch::testrun::TempDir;
+using memwatch::test::TempDir;
 
-// Writes an x-by-y-by-z(-by-t) volume of `datatype` whose voxel (x, y, z, t) holds value(x, y, z, t).
+// Writes an x-by-y-by-z(-by-t) volume of `datatype`; voxel (x, y, z, t) holds value(x, y, z, t).
 void write_nifti(const fs::path& path, std::array<int, 4> size, int datatype,
                  const std::function<double(int, int, int, int)>& value) {
   int dims[8] = {size[3] > 1 ? 4 : 3, size[0], size[1], size[2], size[3], 1, 1, 1};
@@ -28,15 +31,18 @@ void write_nifti(const fs::path& path, std::array<int, 4> size, int datatype,
       for (int y = 0; y < size[1]; ++y)
         for (int x = 0; x < size[0]; ++x, ++i) {
           const double v = value(x, y, z, t);
-          if (datatype == DT_INT16) static_cast<std::int16_t*>(nim->data)[i] = static_cast<std::int16_t>(v);
-          else if (datatype == DT_UINT8) static_cast<std::uint8_t*>(nim->data)[i] = static_cast<std::uint8_t>(v);
-          else static_cast<float*>(nim->data)[i] = static_cast<float>(v);
+          if (datatype == DT_INT16)
+            static_cast<std::int16_t*>(nim->data)[i] = static_cast<std::int16_t>(v);
+          else if (datatype == DT_UINT8)
+            static_cast<std::uint8_t*>(nim->data)[i] = static_cast<std::uint8_t>(v);
+          else
+            static_cast<float*>(nim->data)[i] = static_cast<float>(v);
         }
   nifti_image_write(nim);
   nifti_image_free(nim);
 }
 
-void make_case(const TempDir& dir, const std::string& name, std::array<int, 4> size) {
+void make_case(const fs::path& dir, const std::string& name, std::array<int, 4> size) {
   fs::create_directories(dir / "imagesTr");
   fs::create_directories(dir / "labelsTr");
   write_nifti(dir / "imagesTr" / name, size, DT_INT16,
@@ -48,8 +54,8 @@ void make_case(const TempDir& dir, const std::string& name, std::array<int, 4> s
 
 TEST(NiftiVolumes, ReadsCasesInNameOrderAndFitsThemToTheShape) {
   TempDir dir;
-  make_case(dir, "b.nii.gz", {6, 4, 2, 2});
-  make_case(dir, "a.nii", {6, 4, 2, 2});
+  make_case(dir.path(), "b.nii.gz", {6, 4, 2, 2});
+  make_case(dir.path(), "a.nii", {6, 4, 2, 2});
   unet3d::NiftiVolumes volumes(dir.path());
   ASSERT_EQ(volumes.size(), 2u);
 
@@ -89,10 +95,10 @@ TEST(NiftiVolumes, ReadsCasesInNameOrderAndFitsThemToTheShape) {
 TEST(NiftiVolumes, RefusesMissingLabelsAndWrongChannels) {
   TempDir dir;
   EXPECT_THROW(unet3d::NiftiVolumes{dir.path()}, unet3d::DataError);
-  make_case(dir, "a.nii", {4, 4, 4, 2});
+  make_case(dir.path(), "a.nii", {4, 4, 4, 2});
   unet3d::NiftiVolumes volumes(dir.path());
   EXPECT_THROW((void)volumes.load(0, {4, 4, 4}, /*channels=*/4, /*classes=*/3), unet3d::DataError);
-  write_nifti(dir / "imagesTr" / "z.nii", {4, 4, 4, 2}, DT_FLOAT32,
+  write_nifti(dir.file("imagesTr/z.nii"), {4, 4, 4, 2}, DT_FLOAT32,
               [](int, int, int, int) { return 1.0; });
   EXPECT_THROW(unet3d::NiftiVolumes{dir.path()}, unet3d::DataError);
 }
