@@ -25,7 +25,7 @@ using Environment = std::map<std::string, std::string>;
 Finished run(const std::vector<std::string>& argv, const Environment& env = {},
              std::chrono::seconds deadline = std::chrono::seconds(120));
 
-// A fresh empty directory under the build tree's temporary folder, removed with the object.
+// A fresh empty directory under the system's temporary folder, removed with the object.
 class TempDir {
  public:
   TempDir();
