@@ -193,6 +193,10 @@ Store::Store(const std::string& path, StoreAccess access) : path_(path) {
   } catch (const StoreError& e) {
     sqlite3_close(db_);
     db_ = nullptr;
+    if (e.locked)
+      throw StoreError(path + " is locked by another program (waited 5 s); stop it, or give " +
+                           "this one a database of its own",
+                       true);
     throw StoreError(path + " is not a memwatch database (" + e.what() + ")");
   }
 }
@@ -211,10 +215,10 @@ Store::~Store() {
 
 void Store::exec(const char* sql) {
   char* error = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+  if (const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &error); rc != SQLITE_OK) {
     const std::string why = error ? error : "unknown error";
     sqlite3_free(error);
-    throw StoreError("store: " + why);
+    throw StoreError("store: " + why, (rc & 0xff) == SQLITE_BUSY);
   }
 }
 

@@ -16,7 +16,9 @@
 namespace memwatch::daemon {
 
 struct StoreError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit StoreError(const std::string& what, bool held = false)
+      : std::runtime_error(what), locked(held) {}
+  bool locked;  // another connection held the file past the busy timeout
 };
 
 enum class RunStatus { running, finished, signaled, killed };

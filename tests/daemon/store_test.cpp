@@ -90,6 +90,30 @@ TEST(Store, AFileThatIsNotADatabaseIsRefusedAndLeftAlone) {
   EXPECT_EQ(test::read_file(path), "these are my notes, not a database\n");
 }
 
+TEST(Store, AFileLockedByAnotherProgramIsNamedAsLockedNotAsForeign) {
+  test::TempDir dir;
+  const std::string db = dir.file("m.db");
+  { Store made(db); }
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE;", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(holder);
+  try {
+    Store second(db);
+    ADD_FAILURE() << "opened a store another connection holds exclusively";
+  } catch (const StoreError& e) {
+    EXPECT_TRUE(e.locked);
+    EXPECT_NE(std::string(e.what()).find(db + " is locked by another program"), std::string::npos)
+        << e.what();
+  }
+  sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  Store after(db);  // the file is as it was
+  EXPECT_EQ(after.counts().runs, 0);
+}
+
 // A store written before runs counted their samples, as that version made it.
 void write_store_without_sample_counts(const std::string& path) {
   sqlite3* db = nullptr;
