@@ -138,15 +138,9 @@ void Server::run(const std::atomic<bool>& stop) {
 }
 
 void Server::flush_when_due(bool arrived) {
-  const auto now = std::chrono::steady_clock::now();
-  if (store_.queued_samples() == 0) {
-    oldest_queued_.reset();
-    return;
-  }
-  if (!oldest_queued_) oldest_queued_ = now;
-  if (arrived && now - *oldest_queued_ < kFlushEvery) return;
+  if (store_.queued_samples() == 0) return;
+  if (arrived && std::chrono::steady_clock::now() - store_.first_queued() < kFlushEvery) return;
   store_.flush_samples();
-  oldest_queued_.reset();
 }
 
 int Server::on_ingest() {
@@ -182,7 +176,6 @@ int Server::on_ingest() {
     if (const auto* sample = std::get_if<protocol::Sample>(&*message)) {
       on_sample(it->second, *sample);
     } else if (const auto* bye = std::get_if<protocol::Bye>(&*message)) {
-      ++stats_.byes;
       store_.finish_run(it->second.run, *bye);  // on disk before anyone hears of it
       publish({{"event", "run_finished"}, {"run", it->second.run}});
       worker_.request(it->second.workload);
@@ -195,7 +188,6 @@ int Server::on_ingest() {
 }
 
 void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
-  ++stats_.hellos;
   const std::int64_t run = store_.begin_run(hello, unix_now());  // on disk: acknowledged below
   ++counts_.runs;
   known_workloads_.insert(hello.workload);
@@ -212,7 +204,6 @@ void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
 }
 
 void Server::on_sample(Peer& peer, const protocol::Sample& sample) {
-  ++stats_.samples;
   store_.add_sample(peer.run, sample);
   ++counts_.samples;
   for (const json& warning : peer.watch.observe(sample, options_.watch, peer.run, peer.workload)) {
@@ -229,26 +220,22 @@ void Server::collect_refits() {
 }
 
 LiveFigures Server::figures() const {
-  return {.runs = counts_.runs,
-          .running = static_cast<std::int64_t>(peers_.size()),
-          .samples = counts_.samples,
-          .workloads = static_cast<std::int64_t>(known_workloads_.size()),
-          .frames = stats_.frames,
-          .warnings = stats_.warnings,
-          .rejected_frames = stats_.rejected,
-          .refused_clients = curve_ ? curve_->refused() : 0};
+  Counts totals = counts_;
+  totals.running = static_cast<std::int64_t>(peers_.size());
+  totals.workloads = static_cast<std::int64_t>(known_workloads_.size());
+  return {totals, stats_, curve_ ? curve_->refused() : 0};
 }
 
 json Server::status() const {
   // Only the board and what is fixed at start-up: this runs on the query thread.
   const LiveFigures f = board_.read();
-  return {{"runs", f.runs},
-          {"running", f.running},
-          {"samples", f.samples},
-          {"workloads", f.workloads},
-          {"frames", f.frames},
-          {"warnings", f.warnings},
-          {"rejected_frames", f.rejected_frames},
+  return {{"runs", f.totals.runs},
+          {"running", f.totals.running},
+          {"samples", f.totals.samples},
+          {"workloads", f.totals.workloads},
+          {"frames", f.ingest.frames},
+          {"warnings", f.ingest.warnings},
+          {"rejected_frames", f.ingest.rejected},
           {"curve", curve_.has_value()},
           {"refused_clients", f.refused_clients},
           {"uptime_s", unix_now() - started_},
@@ -270,7 +257,6 @@ void Server::check_liveness() {
       store_.mark_killed(run.id, run.host_peak_bytes, run.heap_peak_bytes, run.mmap_peak_bytes,
                          run.device_peak_bytes, run.elapsed_s);
     }
-    ++stats_.killed;
     publish({{"event", "run_killed"}, {"run", run.id}, {"workload", run.workload}});
   }
 }

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <zmq.hpp>
 
@@ -22,12 +21,6 @@
 #include "store.hpp"
 
 namespace memwatch::daemon {
-
-struct IngestStats {
-  std::uint64_t frames = 0;
-  std::uint64_t rejected = 0;  // not a message of ours
-  std::uint64_t hellos = 0, samples = 0, byes = 0, killed = 0, warnings = 0;
-};
 
 // A shim connected to the ingest socket, by its routing id.
 struct Peer {
@@ -66,8 +59,7 @@ class Server {
   std::string host_;
   IngestStats stats_;
   double started_ = 0;
-  std::optional<std::chrono::steady_clock::time_point> oldest_queued_;
-  Counts counts_;
+  Counts counts_;  // as stored at start, runs and samples counted on since
   std::set<std::string> known_workloads_;
   StatusBoard board_;
   std::optional<QueryServer> queries_;  // last: its thread stops before the rest goes

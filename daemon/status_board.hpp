@@ -5,17 +5,20 @@
 #include <cstdint>
 #include <mutex>
 
+#include "store.hpp"
+
 namespace memwatch::daemon {
 
-struct LiveFigures {
-  std::int64_t runs = 0;
-  std::int64_t running = 0;
-  std::int64_t samples = 0;
-  std::int64_t workloads = 0;
+struct IngestStats {
   std::uint64_t frames = 0;
+  std::uint64_t rejected = 0;  // not a message of ours
   std::uint64_t warnings = 0;
-  std::uint64_t rejected_frames = 0;
-  std::uint64_t refused_clients = 0;
+};
+
+struct LiveFigures {
+  Counts totals;
+  IngestStats ingest;
+  std::uint64_t refused_clients = 0;  // CURVE handshakes refused
 };
 
 class StatusBoard {

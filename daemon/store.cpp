@@ -222,24 +222,31 @@ void Store::exec(const char* sql) {
   }
 }
 
+template <class Work>
+void Store::in_transaction(Work&& work) {
+  // IMMEDIATE: the write lock is taken (or waited for) at once, never upgraded from a read.
+  exec("BEGIN IMMEDIATE");
+  try {
+    work();
+    exec("COMMIT");
+  } catch (const StoreError&) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
 void Store::upgrade_schema() {
   // A store from before runs.samples: count each run's samples once and drop the index that
   // counting them needed. In one transaction, so a second connection opening the same file
   // finds the upgrade whole or not at all, and a failure leaves the file as it was. An upgraded
   // file is only read: opening it takes no write lock.
   if (runs_count_samples(db_)) return;
-  exec("BEGIN IMMEDIATE");
-  try {
-    if (!runs_count_samples(db_)) {  // no other connection upgraded it meanwhile
-      exec("ALTER TABLE runs ADD COLUMN samples INTEGER NOT NULL DEFAULT 0");
-      exec("UPDATE runs SET samples = (SELECT COUNT(*) FROM samples WHERE run_id = runs.id)");
-      exec("DROP INDEX IF EXISTS samples_by_run");
-    }
-    exec("COMMIT");
-  } catch (const StoreError&) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  in_transaction([this] {
+    if (runs_count_samples(db_)) return;  // another connection upgraded it meanwhile
+    exec("ALTER TABLE runs ADD COLUMN samples INTEGER NOT NULL DEFAULT 0");
+    exec("UPDATE runs SET samples = (SELECT COUNT(*) FROM samples WHERE run_id = runs.id)");
+    exec("DROP INDEX IF EXISTS samples_by_run");
+  });
 }
 
 void Store::leave_checkpoints_to_others() { exec("PRAGMA wal_autocheckpoint=0"); }
@@ -261,6 +268,7 @@ std::int64_t Store::begin_run(const protocol::Hello& h, double now_unix_s) {
 }
 
 void Store::add_sample(std::int64_t run, const protocol::Sample& m) {
+  if (queued_.empty()) first_queued_ = std::chrono::steady_clock::now();
   queued_.push_back({run, m});
 }
 
@@ -277,9 +285,7 @@ void Store::flush_samples() {
     double last_t_s = 0;
   };
   std::unordered_map<std::int64_t, RunChange> changes;
-  // IMMEDIATE: the write lock is taken (or waited for) at once, never upgraded from a read.
-  exec("BEGIN IMMEDIATE");
-  try {
+  in_transaction([&] {
     for (const QueuedSample& q : queued_) {
       const protocol::Sample& m = q.sample;
       sqlite3_bind_int64(insert_sample_, 1, q.run);
@@ -303,11 +309,7 @@ void Store::flush_samples() {
       sqlite3_bind_int64(update_run_, 5, run);
       run_once(update_run_);
     }
-    exec("COMMIT");
-  } catch (const StoreError&) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  });
   queued_.clear();
 }
 

@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -70,6 +71,8 @@ class Store {
   void add_sample(std::int64_t run, const protocol::Sample& sample);
   void flush_samples();
   [[nodiscard]] std::size_t queued_samples() const { return queued_.size(); }
+  // When the oldest queued sample was queued; meaningful while queued_samples() > 0.
+  [[nodiscard]] std::chrono::steady_clock::time_point first_queued() const { return first_queued_; }
   void finish_run(std::int64_t run, const protocol::Bye& bye);
   // A run that ended without BYE: its last known peaks, from the shared-memory segment or the
   // last sample.
@@ -94,6 +97,9 @@ class Store {
 
  private:
   void exec(const char* sql);
+  // Runs `work` in one BEGIN IMMEDIATE transaction; rolls back and rethrows if it throws.
+  template <class Work>
+  void in_transaction(Work&& work);
   void upgrade_schema();
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_sample_ = nullptr;  // prepared once: samples come by the thousand
@@ -103,6 +109,7 @@ class Store {
     protocol::Sample sample;
   };
   std::vector<QueuedSample> queued_;
+  std::chrono::steady_clock::time_point first_queued_;
   std::string path_;
 };
 
