@@ -14,7 +14,9 @@ using namespace memwatch::shim;
 
 namespace {
 
-std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+std::uintptr_t address(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
 
 bool counted_kind(int prot, int flags) {
   return (flags & MAP_ANONYMOUS) != 0 && (flags & MAP_TYPE) == MAP_PRIVATE && prot != PROT_NONE;
@@ -24,12 +26,13 @@ void ensure_ready() {
   if (__builtin_expect(!g_ready.load(std::memory_order_relaxed), 0)) real_functions_resolve();
 }
 
-// `caller` is the hooked function's return address: jemalloc's own mappings are not counted.
+// `caller` is the hooked function's return address: the shim's own mappings (its jemalloc's)
+// are not counted.
 void* mmap_hook(void* addr, std::size_t len, int prot, int flags, int fd, off_t offset,
                 const void* caller) {
   ensure_ready();
   void* p = g_real.mmap(addr, len, prot, flags, fd, offset);
-  if (p == MAP_FAILED || tls_counters.internal != 0 || real_functions_from_jemalloc(caller))
+  if (p == MAP_FAILED || tls_counters.internal != 0 || real_functions_called_from_shim(caller))
     return p;
   if (counted_kind(prot, flags)) {
     counters_mmap_add(page_map_set(address(p), len));
@@ -46,8 +49,7 @@ MEMWATCH_HOOK void* mmap(void* addr, std::size_t len, int prot, int flags, int f
   return mmap_hook(addr, len, prot, flags, fd, offset, __builtin_return_address(0));
 }
 
-MEMWATCH_HOOK void* mmap64(void* addr, std::size_t len, int prot, int flags, int fd,
-                           off_t offset) {
+MEMWATCH_HOOK void* mmap64(void* addr, std::size_t len, int prot, int flags, int fd, off_t offset) {
   return mmap_hook(addr, len, prot, flags, fd, offset, __builtin_return_address(0));
 }
 

@@ -128,11 +128,15 @@ void finish(ExitCause cause, int detail) noexcept {
   }
 }
 
-void on_fatal_signal(int sig) {
+void on_fatal_signal(int sig, siginfo_t* info, void*) {
   finish(ExitCause::signal, sig);
-  // SA_RESETHAND restored the default action: a fault re-executes and dies as it would have;
-  // an asynchronous signal is raised again (SA_NODEFER lets it through at once).
-  if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) raise(sig);
+  // SA_RESETHAND restored the default action. A fault the kernel raised (si_code > 0) re-executes
+  // its instruction and dies as it would have; a signal sent by a process (kill, raise, abort:
+  // si_code <= 0), SIGSEGV included, would not come again, so it is raised again (SA_NODEFER
+  // lets it through at once).
+  const bool fault = (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) &&
+                     info != nullptr && info->si_code > 0;
+  if (!fault) raise(sig);
 }
 
 void install_signal_handlers() {
@@ -140,9 +144,9 @@ void install_signal_handlers() {
     struct sigaction old {};
     if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
     struct sigaction act {};
-    act.sa_handler = on_fatal_signal;
+    act.sa_sigaction = on_fatal_signal;
     sigemptyset(&act.sa_mask);
-    act.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+    act.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
     sigaction(sig, &act, nullptr);
   }
 }
@@ -267,7 +271,6 @@ const char* environment(const char* name) { return std::getenv(name); }
 __attribute__((constructor(101))) static void memwatch_start(int argc, char** argv, char**) {
   InternalScope internal;
   real_functions_resolve();
-  real_functions_use_jemalloc_exports();
   shim_arena_create();
 #if MEMWATCH_DEVICE_HOOKS
   // Learns the shim's own address range now, not from the first dlsym a CUDA library makes.

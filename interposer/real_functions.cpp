@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <jemalloc/jemalloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,20 +9,22 @@
 #include <cstring>
 
 #include "counters.hpp"
+#include "private_jemalloc.hpp"
 #include "shim_arena.hpp"
 
 namespace memwatch::shim {
 
 std::atomic<bool> g_ready{false};
 bool g_real_is_glibc = false;
-std::uintptr_t g_jemalloc_begin = 0;
-std::uintptr_t g_jemalloc_end = 0;
+std::uintptr_t g_shim_begin = 0;
+std::uintptr_t g_shim_end = 0;
 
 namespace {
 
-// Finds the loaded object holding `mallocx` and records the span of its segments.
-int find_jemalloc(dl_phdr_info* info, std::size_t, void*) {
-  const auto probe = reinterpret_cast<std::uintptr_t>(&mallocx);
+// Records the span of the loaded object holding this function: the shim, its private jemalloc
+// included.
+int find_shim(dl_phdr_info* info, std::size_t, void*) {
+  const auto probe = reinterpret_cast<std::uintptr_t>(&find_shim);
   std::uintptr_t begin = UINTPTR_MAX, end = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
@@ -32,8 +33,8 @@ int find_jemalloc(dl_phdr_info* info, std::size_t, void*) {
     end = std::max<std::uintptr_t>(end, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
   }
   if (probe < begin || probe >= end) return 0;
-  g_jemalloc_begin = begin;
-  g_jemalloc_end = end;
+  g_shim_begin = begin;
+  g_shim_end = end;
   return 1;
 }
 
@@ -50,57 +51,11 @@ bool wants_jemalloc() {
   return v != nullptr && std::strcmp(v, "jemalloc") == 0;
 }
 
-// jemalloc's own malloc family (the shim links it for its arena). Its allocations may mmap
-// through the hooked mmap, so they run marked internal: its mappings are the heap's, already
-// counted as heap bytes.
-void* je_malloc_(std::size_t n) {
-  ++tls_counters.internal;
-  void* p = n == 0 ? mallocx(1, 0) : mallocx(n, 0);
-  --tls_counters.internal;
-  return p;
-}
-void je_free_(void* p) {
-  if (p != nullptr) dallocx(p, 0);
-}
-void* je_calloc_(std::size_t count, std::size_t size) {
-  std::size_t total = 0;
-  if (__builtin_mul_overflow(count, size, &total)) return nullptr;
-  ++tls_counters.internal;
-  void* p = mallocx(total == 0 ? 1 : total, MALLOCX_ZERO);
-  --tls_counters.internal;
-  return p;
-}
-void* je_realloc_(void* p, std::size_t n) {
-  if (p == nullptr) return je_malloc_(n);
-  if (n == 0) {  // glibc's behaviour: free and return null
-    dallocx(p, 0);
-    return nullptr;
-  }
-  ++tls_counters.internal;
-  void* q = rallocx(p, n, 0);
-  --tls_counters.internal;
-  return q;
-}
-void* je_aligned_(std::size_t alignment, std::size_t n) {
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0) return nullptr;
-  ++tls_counters.internal;
-  void* p = mallocx(n == 0 ? 1 : n, static_cast<int>(MALLOCX_ALIGN(alignment)));
-  --tls_counters.internal;
-  return p;
-}
-int je_posix_memalign_(void** out, std::size_t alignment, std::size_t n) {
-  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
-  void* p = je_aligned_(alignment, n);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-void* je_valloc_(std::size_t n) { return je_aligned_(static_cast<std::size_t>(getpagesize()), n); }
+// jemalloc has no pvalloc of its own.
 void* je_pvalloc_(std::size_t n) {
   const auto page = static_cast<std::size_t>(getpagesize());
-  return je_aligned_(page, (n + page - 1) & ~(page - 1));
+  return je_aligned_alloc(page, (n + page - 1) & ~(page - 1));
 }
-std::size_t je_usable_(void* p) { return p == nullptr ? 0 : sallocx(p, 0); }
 
 // Until the lookup has run, the malloc family's slots hold trampolines that run it and then
 // forward: the hooks' fast path needs no "ready yet?" test of its own.
@@ -123,7 +78,10 @@ RealFunctions g_real = {
     resolve_then<&RealFunctions::valloc, void*, std::size_t>,
     resolve_then<&RealFunctions::pvalloc, void*, std::size_t>,
     resolve_then<&RealFunctions::malloc_usable_size, std::size_t, void*>,
-    nullptr, nullptr, nullptr, nullptr,  // mmap, munmap, mremap, _exit: resolved by their hooks
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,  // mmap, munmap, mremap, _exit: resolved by their hooks
 };
 
 void real_functions_resolve() noexcept {
@@ -138,7 +96,7 @@ void real_functions_resolve() noexcept {
   }
   ++tls_counters.internal;
   shim_arena_reserve();
-  dl_iterate_phdr(find_jemalloc, nullptr);
+  dl_iterate_phdr(find_shim, nullptr);
   RealFunctions r{};
   lookup(RTLD_NEXT, "malloc", r.malloc);
   lookup(RTLD_NEXT, "free", r.free);
@@ -156,43 +114,24 @@ void real_functions_resolve() noexcept {
   lookup(RTLD_NEXT, "_exit", r.exit_now);
   // glibc's malloc is also exported as __libc_malloc; the next malloc is glibc's exactly when
   // the two are the same function.
-  g_real_is_glibc = r.malloc != nullptr &&
-                    reinterpret_cast<void*>(r.malloc) == dlsym(RTLD_NEXT, "__libc_malloc");
+  g_real_is_glibc =
+      r.malloc != nullptr && reinterpret_cast<void*>(r.malloc) == dlsym(RTLD_NEXT, "__libc_malloc");
   if (wants_jemalloc()) {
     g_real_is_glibc = false;
-    r.malloc = je_malloc_;
-    r.free = je_free_;
-    r.calloc = je_calloc_;
-    r.realloc = je_realloc_;
-    r.posix_memalign = je_posix_memalign_;
-    r.aligned_alloc = je_aligned_;
-    r.memalign = je_aligned_;
-    r.valloc = je_valloc_;
+    r.malloc = je_malloc;
+    r.free = je_free;
+    r.calloc = je_calloc;
+    r.realloc = je_realloc;
+    r.posix_memalign = je_posix_memalign;
+    r.aligned_alloc = je_aligned_alloc;
+    r.memalign = je_memalign;
+    r.valloc = je_valloc;
     r.pvalloc = je_pvalloc_;
-    r.malloc_usable_size = je_usable_;
+    r.malloc_usable_size = je_malloc_usable_size;
   }
   g_real = r;
   --tls_counters.internal;
   g_ready.store(true, std::memory_order_release);
-}
-
-void real_functions_use_jemalloc_exports() noexcept {
-  if (!wants_jemalloc()) return;
-  void* je = dlopen("libjemalloc.so.2", RTLD_LAZY | RTLD_NOLOAD);
-  if (je == nullptr) return;
-  RealFunctions r = g_real;
-  lookup(je, "malloc", r.malloc);
-  lookup(je, "free", r.free);
-  lookup(je, "calloc", r.calloc);
-  lookup(je, "realloc", r.realloc);
-  lookup(je, "posix_memalign", r.posix_memalign);
-  lookup(je, "aligned_alloc", r.aligned_alloc);
-  lookup(je, "memalign", r.memalign);
-  lookup(je, "valloc", r.valloc);
-  lookup(je, "malloc_usable_size", r.malloc_usable_size);
-  if (r.malloc && r.free && r.calloc && r.realloc && r.posix_memalign && r.aligned_alloc &&
-      r.memalign && r.valloc && r.malloc_usable_size)
-    g_real = r;
 }
 
 }  // namespace memwatch::shim

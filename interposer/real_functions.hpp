@@ -1,6 +1,6 @@
 // The functions the hooks stand in front of: the next definition after the shim (glibc's, or
-// another preloaded allocator's), or jemalloc's when MEMWATCH_ALLOCATOR=jemalloc hosts the
-// program's heap. Looked up once, on the first hooked call of the process.
+// another preloaded allocator's), or the shim's private jemalloc's when MEMWATCH_ALLOCATOR=jemalloc
+// hosts the program's heap. Looked up once, on the first hooked call of the process.
 #pragma once
 
 #include <sys/types.h>
@@ -36,25 +36,19 @@ extern std::atomic<bool> g_ready;
 // its chunk layout can be read directly. Set once, before g_ready.
 extern bool g_real_is_glibc;
 
-// The code range of libjemalloc, which maps its own memory through the hooked mmap (from its
-// constructor on, before ours runs): those mappings are allocator metadata or heap, never the
-// program's own mmap.
-extern std::uintptr_t g_jemalloc_begin;
-extern std::uintptr_t g_jemalloc_end;
+// The shim's own code range, its private jemalloc included. jemalloc maps its memory through
+// the hooked mmap (its arenas, and the program's heap when it hosts it): a mapping made from
+// here is allocator metadata or heap, never the program's own mmap.
+extern std::uintptr_t g_shim_begin;
+extern std::uintptr_t g_shim_end;
 
-inline bool real_functions_from_jemalloc(const void* return_address) noexcept {
+inline bool real_functions_called_from_shim(const void* return_address) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(return_address);
-  return a - g_jemalloc_begin < g_jemalloc_end - g_jemalloc_begin;
+  return a - g_shim_begin < g_shim_end - g_shim_begin;
 }
 
 // Looks the functions up if nobody has; while that runs (dlsym may allocate), the calling
 // thread is marked internal so its allocations come from the shim's bootstrap memory.
 void real_functions_resolve() noexcept;
-
-// With MEMWATCH_ALLOCATOR=jemalloc, the first calls go through mallocx and friends (dlopen is
-// not safe while the loader still starts the process); from the shim's constructor on, through
-// jemalloc's exported malloc family, fast paths and all. Every block is jemalloc's either way,
-// and jemalloc's own mappings are told apart by their caller, so nothing else changes.
-void real_functions_use_jemalloc_exports() noexcept;
 
 }  // namespace memwatch::shim

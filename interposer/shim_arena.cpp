@@ -1,6 +1,5 @@
 #include "shim_arena.hpp"
 
-#include <jemalloc/jemalloc.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -8,6 +7,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+
+#include "private_jemalloc.hpp"
 
 namespace memwatch::shim {
 
@@ -34,7 +35,9 @@ bool in_bootstrap(const void* p) noexcept {
   return reinterpret_cast<std::uintptr_t>(p) - g_begin < kBootstrapBytes;
 }
 
-std::uintptr_t align_up(std::uintptr_t v, std::uintptr_t a) noexcept { return (v + a - 1) & ~(a - 1); }
+std::uintptr_t align_up(std::uintptr_t v, std::uintptr_t a) noexcept {
+  return (v + a - 1) & ~(a - 1);
+}
 
 // Bumps from the first megabyte. Never freed: dlsym's few small blocks are all it serves.
 void* bootstrap_alloc(std::size_t size, std::size_t alignment) noexcept {
@@ -68,7 +71,9 @@ void* extent_alloc(extent_hooks_t*, void* new_addr, std::size_t size, std::size_
     }
   }
 }
-bool extent_dalloc(extent_hooks_t*, void*, std::size_t, bool, unsigned) { return true; }
+bool extent_dalloc(extent_hooks_t*, void*, std::size_t, bool, unsigned) {
+  return true;
+}
 void extent_destroy(extent_hooks_t*, void*, std::size_t, bool, unsigned) {}
 bool extent_commit(extent_hooks_t*, void*, std::size_t, std::size_t, std::size_t, unsigned) {
   return false;
@@ -81,9 +86,9 @@ bool extent_merge(extent_hooks_t*, void*, std::size_t, void*, std::size_t, bool,
 }
 
 extent_hooks_t g_extent_hooks = {
-    extent_alloc, extent_dalloc, extent_destroy, extent_commit,
-    /*decommit*/ nullptr, /*purge_lazy*/ nullptr, /*purge_forced*/ nullptr,
-    extent_split, extent_merge,
+    extent_alloc,         extent_dalloc,          extent_destroy,           extent_commit,
+    /*decommit*/ nullptr, /*purge_lazy*/ nullptr, /*purge_forced*/ nullptr, extent_split,
+    extent_merge,
 };
 
 int arena_flags() noexcept {
@@ -111,7 +116,7 @@ void shim_arena_create() noexcept {
   unsigned arena = 0;
   std::size_t arena_size = sizeof arena;
   extent_hooks_t* hooks = &g_extent_hooks;
-  if (mallctl("arenas.create", &arena, &arena_size, &hooks, sizeof hooks) == 0 && arena != 0)
+  if (je_mallctl("arenas.create", &arena, &arena_size, &hooks, sizeof hooks) == 0 && arena != 0)
     g_arena.store(arena, std::memory_order_release);
 }
 
@@ -121,19 +126,19 @@ void* shim_arena_alloc(std::size_t size, std::size_t alignment, bool zero) noexc
   if (g_arena.load(std::memory_order_acquire) != 0) {
     int flags = arena_flags() | static_cast<int>(MALLOCX_ALIGN(alignment));
     if (zero) flags |= MALLOCX_ZERO;
-    if (void* p = mallocx(size, flags)) return p;
+    if (void* p = je_mallocx(size, flags)) return p;
   }
   return bootstrap_alloc(size, alignment);  // bootstrap memory is fresh, hence zero
 }
 
 void shim_arena_free(void* p) noexcept {
   if (in_bootstrap(p)) return;
-  dallocx(p, arena_flags());
+  je_dallocx(p, arena_flags());
 }
 
 std::size_t shim_arena_usable(void* p) noexcept {
   if (in_bootstrap(p)) return reinterpret_cast<std::size_t*>(p)[-1];
-  return sallocx(p, 0);
+  return je_sallocx(p, 0);
 }
 
 void* shim_arena_realloc(void* p, std::size_t size) noexcept {
@@ -141,7 +146,7 @@ void* shim_arena_realloc(void* p, std::size_t size) noexcept {
     shim_arena_free(p);
     return nullptr;
   }
-  if (!in_bootstrap(p)) return rallocx(p, size, arena_flags());
+  if (!in_bootstrap(p)) return je_rallocx(p, size, arena_flags());
   void* q = shim_arena_alloc(size, 0, false);
   if (q != nullptr) std::memcpy(q, p, std::min(size, reinterpret_cast<std::size_t*>(p)[-1]));
   return q;

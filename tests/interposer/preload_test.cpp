@@ -62,6 +62,22 @@ TEST(Preload, EveryHeapPathGivesTheExactPeak) {
   EXPECT_EQ(m.report["host"]["heap_live_bytes"].get<std::int64_t>(), baseline_heap());
 }
 
+// python3 is a C program: the shim must bring no operator new of its own into its global scope
+// (a shared libjemalloc did), so that its C++ libraries' blocks are counted and freed by the
+// allocator that made them.
+TEST(Preload, OperatorNewOfACxxRuntimeLoadedLaterIsCountedInBothModes) {
+  for (const char* allocator : {"system", "jemalloc"}) {
+    const Measured m = measure({kPatterns, "cxx_new_after_dlopen"},
+                               {{"MEMWATCH_BATCH_BYTES", "0"}, {"MEMWATCH_ALLOCATOR", allocator}});
+    ASSERT_EQ(m.run.exit_code, 0) << allocator << ": " << m.run.err;
+    const std::int64_t expected = m.expected["peak"];
+    EXPECT_GE(expected, 24 << 20) << allocator;
+    // The runtime's own start-up allocations come on top, and stay: at most a few hundred KiB.
+    EXPECT_GE(heap_peak(m) - baseline_heap(), expected) << allocator;
+    EXPECT_LT(heap_peak(m) - baseline_heap(), expected + (1 << 20)) << allocator;
+  }
+}
+
 TEST(Preload, BatchedSmallBlocksStayWithinTheStatedBound) {
   const Measured m = measure({kPatterns, "heap_paths"});
   const std::int64_t exact = baseline_heap() + m.expected["peak"].get<std::int64_t>();

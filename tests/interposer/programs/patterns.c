@@ -4,6 +4,7 @@
  * after the peak and after freeing, so its own stdio buffer cannot move the peak. It knows
  * nothing of memwatch. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -255,6 +256,18 @@ static int errno_kept(void) {
   return 0;
 }
 
+/* A C program (python3 is one) that loads the C++ runtime later, as extension modules do: the
+ * operator new that the global scope gives its C++ libraries is counted like any malloc. */
+static void cxx_new_after_dlopen(void) {
+  if (dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL) == NULL) abort();
+  void* (*new_block)(size_t) = (void* (*)(size_t))dlsym(RTLD_DEFAULT, "_Znwm");
+  void (*delete_block)(void*) = (void (*)(void*))dlsym(RTLD_DEFAULT, "_ZdlPv");
+  if (new_block == NULL || delete_block == NULL) abort();
+  void* p = take(new_block(24 * MiB));
+  note(-(long)malloc_usable_size(p), 0);
+  delete_block(p);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     say("usage: %s PATTERN\n", argv[0]);
@@ -270,6 +283,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "fork") == 0) fork_child();
   else if (strcmp(mode, "checksum") == 0) { output_checksum(); return 0; }
   else if (strcmp(mode, "errno") == 0) return errno_kept();
+  else if (strcmp(mode, "cxx_new_after_dlopen") == 0) cxx_new_after_dlopen();
   else if (strcmp(mode, "exec") == 0) {
     take(malloc(16 * MiB));
     char* args[] = {argv[0], "exec_child", NULL};
