@@ -18,6 +18,7 @@ int cmd_sweep(std::span<char* const> args);
 int cmd_plot(std::span<char* const> args);
 int cmd_max(std::span<char* const> args);
 int cmd_keygen(std::span<char* const> args);
+int cmd_env(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array table{
@@ -38,6 +39,7 @@ std::span<const Command> commands() {
               cmd_plot},
       Command{"keygen", "CurveZMQ keys for a daemon and its nodes: keygen DIR [--force]",
               cmd_keygen},
+      Command{"env", "the shim's environment variables: env [--markdown]", cmd_env},
       Command{"version", "print memwatch's version", cmd_version},
   };
   return table;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "memwatch/protocol/endpoints.hpp"
+#include "memwatch/protocol/shim_options.hpp"
 
 namespace memwatch::shim {
 
@@ -90,10 +91,9 @@ std::int64_t config_parse_size(std::string_view text) {
     double factor;
   };
   static constexpr Unit units[] = {
-      {"", 1},           {"B", 1},          {"K", 0x1p10},     {"KiB", 0x1p10},
-      {"KB", 1e3},       {"M", 0x1p20},     {"MiB", 0x1p20},   {"MB", 1e6},
-      {"G", 0x1p30},     {"GiB", 0x1p30},   {"GB", 1e9},       {"T", 0x1p40},
-      {"TiB", 0x1p40},   {"TB", 1e12},
+      {"", 1},       {"B", 1},        {"K", 0x1p10},   {"KiB", 0x1p10}, {"KB", 1e3},
+      {"M", 0x1p20}, {"MiB", 0x1p20}, {"MB", 1e6},     {"G", 0x1p30},   {"GiB", 0x1p30},
+      {"GB", 1e9},   {"T", 0x1p40},   {"TiB", 0x1p40}, {"TB", 1e12},
   };
   for (const Unit& u : units) {
     if (unit == u.name) {
@@ -116,8 +116,7 @@ std::string config_parse_params(std::string_view text, Config& config) {
   });
 }
 
-std::string config_parse_argv_params(std::string_view spec, int argc, char** argv,
-                                     Config& config) {
+std::string config_parse_argv_params(std::string_view spec, int argc, char** argv, Config& config) {
   return for_each_item(spec, [&](std::string_view item) -> std::string {
     const std::size_t colon = item.rfind(':');
     if (colon == std::string_view::npos || !item.starts_with("-") ||
@@ -180,118 +179,152 @@ const Param* config_find_param(const Config& config, std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+using protocol::ShimOption;
+
+struct ProgramArgs {
+  int argc;
+  char** argv;
+};
+
+// Each reads one variable's value into the configuration; an empty string when it was good,
+// else what was expected (the caller names the variable and says the value is ignored).
+using ApplyOption = std::string (*)(std::string_view value, Config& config, ProgramArgs args);
+
+std::string got(std::string_view expected, std::string_view value) {
+  return std::string(expected) + ", got '" + std::string(value) + "'";
+}
+
+template <std::size_t N>
+std::string apply_text(char (&field)[N], std::string_view expected, std::string_view value) {
+  if (value.size() >= N) return std::string(expected);
+  copy_text(field, N, value);
+  return {};
+}
+
+std::string apply_report(std::string_view v, Config& c, ProgramArgs) {
+  return apply_text(c.report_path, "expected a path shorter than 4096 bytes", v);
+}
+
+std::string apply_endpoint(std::string_view v, Config& c, ProgramArgs) {
+  const std::string expected = got("expected ipc://PATH or tcp://HOST:PORT", v);
+  if (!protocol::is_endpoint(v)) return expected;
+  return apply_text(c.endpoint, expected, v);
+}
+
+std::string apply_curve_keys(std::string_view v, Config& c, ProgramArgs) {
+  return apply_text(c.curve_keys, "expected a folder path shorter than 4096 bytes", v);
+}
+
+std::string apply_workload(std::string_view v, Config& c, ProgramArgs) {
+  const std::string expected = got("expected a name of letters, digits, '_', '-', '.'", v);
+  if (!valid_name(v)) return expected;
+  return apply_text(c.workload, expected, v);
+}
+
+std::string apply_argv_params(std::string_view v, Config& c, ProgramArgs args) {
+  return config_parse_argv_params(v, args.argc, args.argv, c);
+}
+
+std::string apply_params(std::string_view v, Config& c, ProgramArgs) {
+  Config parsed = c;  // all or nothing
+  std::string error = config_parse_params(v, parsed);
+  if (error.empty()) c = parsed;
+  return error;
+}
+
+std::string apply_capacity(std::string_view v, Config& c, ProgramArgs) {
+  return config_parse_capacity(v, c);
+}
+
+std::string apply_on_oom(std::string_view v, Config& c, ProgramArgs) {
+  if (v == "warn")
+    c.on_oom = OnOom::warn;
+  else if (v == "abort")
+    c.on_oom = OnOom::abort;
+  else if (v == "off")
+    c.on_oom = OnOom::off;
+  else
+    return got("expected warn, abort or off", v);
+  return {};
+}
+
+std::string apply_warn_share(std::string_view v, Config& c, ProgramArgs) {
+  const double share = protocol::parse_watch_share(v);
+  if (share < 0) return got("expected a share of the capacity like 0.9 or 90%", v);
+  c.watch.share = share;
+  return {};
+}
+
+std::string apply_warn_horizon(std::string_view v, Config& c, ProgramArgs) {
+  const double seconds = protocol::parse_watch_seconds(v);
+  if (seconds < 0) return got("expected seconds like 30 or 30s (0: no trend warning)", v);
+  c.watch.horizon_s = seconds;
+  return {};
+}
+
+std::string apply_allocator(std::string_view v, Config& c, ProgramArgs) {
+  if (!config_parse_allocator(v, c.allocator)) return got("expected system or jemalloc", v);
+  return {};
+}
+
+std::string apply_batch_bytes(std::string_view v, Config& c, ProgramArgs) {
+  const std::int64_t bytes = config_parse_size(v);
+  if (bytes < 0 || bytes > kMaxBatchBytes) return got("expected a size from 0 to 128KiB", v);
+  c.batch_bytes = bytes;
+  return {};
+}
+
+std::string apply_signals(std::string_view v, Config& c, ProgramArgs) {
+  if (v == "on")
+    c.signals = true;
+  else if (v == "off")
+    c.signals = false;
+  else
+    return got("expected on or off", v);
+  return {};
+}
+
+// Any other value names the libcupti to load (a path, or a name the loader searches for).
+std::string apply_cupti(std::string_view v, Config& c, ProgramArgs) {
+  return apply_text(c.cupti, "expected auto, off, or a library path shorter than 4096 bytes", v);
+}
+
+// The parser of each option of protocol::kShimOptions, in its order.
+constexpr ApplyOption kApply[] = {
+    apply_report,    apply_endpoint,    apply_curve_keys, apply_workload,   apply_argv_params,
+    apply_params,    apply_capacity,    apply_on_oom,     apply_warn_share, apply_warn_horizon,
+    apply_allocator, apply_batch_bytes, apply_signals,    apply_cupti,
+};
+static_assert(std::size(kApply) == protocol::kShimOptions.size(),
+              "every option of protocol/shim_options.hpp has its parser here");
+
+}  // namespace
+
+bool config_parse_allocator(std::string_view text, Allocator& out) {
+  if (text == "system")
+    out = Allocator::system;
+  else if (text == "jemalloc")
+    out = Allocator::jemalloc;
+  else
+    return false;
+  return true;
+}
+
 void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn) {
   config = Config{};
-  config.on_oom = OnOom::warn;
-  config.allocator = Allocator::system;
-  config.signals = true;
-  config.batch_bytes = kBatchBytes;
-
-  auto bad = [&](const char* variable, const std::string& what) {
-    warn(std::string(variable) + ": " + what + " (ignored)");
-  };
-
-  if (const char* v = env("MEMWATCH_REPORT"); v && *v) {
-    if (std::strlen(v) >= sizeof config.report_path)
-      bad("MEMWATCH_REPORT", "expected a path shorter than 4096 bytes");
-    else
-      copy_text(config.report_path, sizeof config.report_path, v);
-  }
-
-  if (const char* v = env("MEMWATCH_ENDPOINT"); v && *v) {
-    if (!protocol::is_endpoint(v) || std::strlen(v) >= sizeof config.endpoint)
-      bad("MEMWATCH_ENDPOINT",
-          std::string("expected ipc://PATH or tcp://HOST:PORT, got '") + v + "'");
-    else
-      copy_text(config.endpoint, sizeof config.endpoint, v);
+  for (const protocol::ShimOptionInfo& option : protocol::kShimOptions) {
+    const char* value = env(option.variable);
+    if (value == nullptr || *value == '\0') continue;
+    const ApplyOption apply = kApply[static_cast<std::size_t>(option.id)];
+    const std::string error = apply(value, config, {argc, argv});
+    if (!error.empty()) warn(std::string(option.variable) + ": " + error + " (ignored)");
   }
   if (config.endpoint[0] == '\0')
     copy_text(config.endpoint, sizeof config.endpoint, protocol::default_ingest_endpoint());
-
-  if (const char* v = env("MEMWATCH_CURVE_KEYS"); v && *v) {
-    if (std::strlen(v) >= sizeof config.curve_keys)
-      bad("MEMWATCH_CURVE_KEYS", "expected a folder path shorter than 4096 bytes");
-    else
-      copy_text(config.curve_keys, sizeof config.curve_keys, v);
-  }
-
-  if (const char* v = env("MEMWATCH_WORKLOAD"); v && *v) {
-    if (!valid_name(v) || std::strlen(v) >= sizeof config.workload)
-      bad("MEMWATCH_WORKLOAD",
-          std::string("expected a name of letters, digits, '_', '-', '.', got '") + v + "'");
-    else
-      copy_text(config.workload, sizeof config.workload, v);
-  }
   if (config.workload[0] == '\0' && argc > 0 && argv && argv[0])
     copy_text(config.workload, sizeof config.workload, basename_of(argv[0]));
-
-  // Parameters from the program's own flags first, so that MEMWATCH_PARAMS overrides them.
-  if (const char* v = env("MEMWATCH_ARGV_PARAMS"); v && *v) {
-    const std::string error = config_parse_argv_params(v, argc, argv, config);
-    if (!error.empty()) bad("MEMWATCH_ARGV_PARAMS", error);
-  }
-  if (const char* v = env("MEMWATCH_PARAMS"); v && *v) {
-    Config parsed = config;
-    const std::string error = config_parse_params(v, parsed);
-    if (error.empty())
-      config = parsed;
-    else
-      bad("MEMWATCH_PARAMS", error);
-  }
-
-  if (const char* v = env("MEMWATCH_CAPACITY"); v && *v) {
-    const std::string error = config_parse_capacity(v, config);
-    if (!error.empty()) bad("MEMWATCH_CAPACITY", error);
-  }
-
-  if (const char* v = env("MEMWATCH_ON_OOM"); v && *v) {
-    const std::string_view s = v;
-    if (s == "warn") config.on_oom = OnOom::warn;
-    else if (s == "abort") config.on_oom = OnOom::abort;
-    else if (s == "off") config.on_oom = OnOom::off;
-    else bad("MEMWATCH_ON_OOM", "expected warn, abort or off, got '" + std::string(s) + "'");
-  }
-
-  if (const char* v = env("MEMWATCH_WARN_SHARE"); v && *v) {
-    const double share = protocol::parse_watch_share(v);
-    if (share < 0)
-      bad("MEMWATCH_WARN_SHARE",
-          "expected a share of the capacity like 0.9 or 90%, got '" + std::string(v) + "'");
-    else
-      config.watch.share = share;
-  }
-
-  if (const char* v = env("MEMWATCH_WARN_HORIZON"); v && *v) {
-    const double seconds = protocol::parse_watch_seconds(v);
-    if (seconds < 0)
-      bad("MEMWATCH_WARN_HORIZON",
-          "expected seconds like 30 or 30s (0: no trend warning), got '" + std::string(v) + "'");
-    else
-      config.watch.horizon_s = seconds;
-  }
-
-  if (const char* v = env("MEMWATCH_ALLOCATOR"); v && *v) {
-    const std::string_view s = v;
-    if (s == "system") config.allocator = Allocator::system;
-    else if (s == "jemalloc") config.allocator = Allocator::jemalloc;
-    else bad("MEMWATCH_ALLOCATOR", "expected system or jemalloc, got '" + std::string(s) + "'");
-  }
-
-  if (const char* v = env("MEMWATCH_SIGNALS"); v && *v) {
-    const std::string_view s = v;
-    if (s == "on") config.signals = true;
-    else if (s == "off") config.signals = false;
-    else bad("MEMWATCH_SIGNALS", "expected on or off, got '" + std::string(s) + "'");
-  }
-
-  if (const char* v = env("MEMWATCH_BATCH_BYTES"); v && *v) {
-    const std::int64_t bytes = config_parse_size(v);
-    if (bytes < 0 || bytes > kMaxBatchBytes)
-      bad("MEMWATCH_BATCH_BYTES",
-          "expected a size from 0 to 128KiB, got '" + std::string(v) + "'");
-    else
-      config.batch_bytes = bytes;
-  }
 }
 
 }  // namespace memwatch::shim

@@ -24,36 +24,41 @@ struct Param {
   double value;
 };
 
+// One field or two per option of protocol/shim_options.hpp; the defaults are the table's.
 struct Config {
-  char report_path[4096];  // empty: no report
-  char endpoint[512];
-  char curve_keys[4096];  // a `memwatch keygen` folder; empty: no CURVE
-  char workload[128];
-  Param params[kMaxParams];
-  int param_count;
-  std::int64_t host_capacity;                  // bytes; 0: unknown
-  std::int64_t device_capacity[kMaxDevices];  // bytes; 0: ask the device
-  OnOom on_oom;
+  char report_path[4096] = {};  // empty: no report
+  char endpoint[512] = {};
+  char curve_keys[4096] = {};  // a `memwatch keygen` folder; empty: no CURVE
+  char workload[128] = {};
+  Param params[kMaxParams] = {};
+  int param_count = 0;
+  std::int64_t host_capacity = 0;                  // bytes; 0: unknown
+  std::int64_t device_capacity[kMaxDevices] = {};  // bytes; 0: ask the device
+  OnOom on_oom = OnOom::warn;
   protocol::WatchSettings watch;  // capacity warnings: the share, and the on-course horizon
-  Allocator allocator;
-  bool signals;
-  std::int64_t batch_bytes;
+  Allocator allocator = Allocator::system;
+  bool signals = true;
+  std::int64_t batch_bytes = kBatchBytes;
+  char cupti[4096] = "auto";  // auto, off, or a libcupti's path
 };
 
 // Reads an environment variable; tests pass their own.
 using EnvLookup = const char* (*)(const char* name);
 
-// Fills `config` from the environment and argv. `warn` receives one message per bad value.
+// Fills `config` from the environment (the variables of protocol/shim_options.hpp, in its order)
+// and argv. `warn` receives one message per bad value, naming the variable.
 using Warn = void (*)(const std::string& message);
 void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn);
 
 // The pieces, exposed for tests. Each returns an empty string on success, else what was wrong.
 std::string config_parse_params(std::string_view text, Config& config);
-std::string config_parse_argv_params(std::string_view spec, int argc, char** argv,
-                                     Config& config);
+std::string config_parse_argv_params(std::string_view spec, int argc, char** argv, Config& config);
 std::string config_parse_capacity(std::string_view text, Config& config);
 // "24GiB", "1.5G", "512MB", "1000": bytes, or -1 when `text` is not a size.
 std::int64_t config_parse_size(std::string_view text);
+
+// MEMWATCH_ALLOCATOR's values; also read before the configuration exists (real_functions.cpp).
+bool config_parse_allocator(std::string_view text, Allocator& out);
 
 // The value of a parameter, or nullptr.
 const Param* config_find_param(const Config& config, std::string_view name);

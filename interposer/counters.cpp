@@ -47,9 +47,10 @@ bool exit_key_ready() noexcept {
 
 void register_thread(ThreadCounters& t) noexcept {
   t.registered = true;
-  ++t.internal;  // a second-level key block would be calloc'ed: the shim's, not the program's
-  if (exit_key_ready()) pthread_setspecific(g_exit_key, &t);
-  --t.internal;
+  {
+    InternalScope internal;  // a second-level key block would be calloc'ed: the shim's
+    if (exit_key_ready()) pthread_setspecific(g_exit_key, &t);
+  }
   t.batch_limit = g_batch.load(std::memory_order_relaxed);
   CounterBlock& b = counters_block();
   const std::int64_t live = b.threads_live.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -69,7 +70,9 @@ void publish(std::atomic<std::int64_t>& live, std::atomic<std::int64_t>& peak,
 
 }  // namespace
 
-CounterBlock& counters_block() noexcept { return *g_block.load(std::memory_order_acquire); }
+CounterBlock& counters_block() noexcept {
+  return *g_block.load(std::memory_order_acquire);
+}
 
 void counters_use_block(CounterBlock* block) noexcept {
   g_block.store(block, std::memory_order_release);
@@ -161,7 +164,9 @@ void counters_set_batch(std::int64_t bytes) noexcept {
   if (t.registered && !t.exited) t.batch_limit = bytes;
 }
 
-std::int64_t counters_batch() noexcept { return g_batch.load(std::memory_order_relaxed); }
+std::int64_t counters_batch() noexcept {
+  return g_batch.load(std::memory_order_relaxed);
+}
 
 std::int64_t counters_error_bound() noexcept {
   return counters_block().threads_peak.load(std::memory_order_relaxed) * counters_batch();

@@ -102,6 +102,21 @@ struct ThreadCounters {
 extern constinit thread_local ThreadCounters tls_counters
     __attribute__((tls_model("initial-exec")));
 
+// The calling thread runs memwatch's own work for the scope's lifetime: what it allocates then
+// is the shim's (served from the shim's arena), never the program's. Scopes nest.
+class InternalScope {
+ public:
+  InternalScope() noexcept { ++tls_counters.internal; }
+  ~InternalScope() { --tls_counters.internal; }
+  InternalScope(const InternalScope&) = delete;
+  InternalScope& operator=(const InternalScope&) = delete;
+};
+
+// The calling thread is memwatch's own for the rest of its life (the reporter, ZeroMQ's).
+inline void counters_thread_is_internal() noexcept {
+  ++tls_counters.internal;
+}
+
 void counters_heap_flush_slow(ThreadCounters& t, std::int64_t delta) noexcept;
 
 // The hooks' fast path: a thread-local add and one unsigned comparison that folds "unregistered",

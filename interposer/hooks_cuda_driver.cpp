@@ -459,12 +459,11 @@ void* device_wrap_driver_exported(void* handle, const char* name, void* real) no
 }
 
 void device_driver_queries_from(DriverLookup lookup, void* context) noexcept {
-  ++tls_counters.internal;
+  InternalScope internal;
   set_once(g_ctx_get_device, lookup(context, "cuCtxGetDevice"));
   set_once(g_device_get_mem_pool, lookup(context, "cuDeviceGetMemPool"));
   set_once(g_pool_get_attribute, lookup(context, "cuMemPoolGetAttribute"));
   set_once(g_device_get_pci_bus_id, lookup(context, "cuDeviceGetPCIBusId"));
-  --tls_counters.internal;
 }
 
 bool device_pool_reserved(int device, std::uint64_t& pool, std::int64_t& reserved) noexcept {

@@ -338,11 +338,10 @@ void* device_wrap_exported(void* handle, const char* name, void* real) noexcept 
 }
 
 void device_runtime_queries_from(void* handle) noexcept {
-  ++tls_counters.internal;
+  InternalScope internal;
   set_once(g_get_device, device_real_dlsym(handle, "cudaGetDevice"));
   set_once(g_device_get_mem_pool, device_real_dlsym(handle, "cudaDeviceGetMemPool"));
   set_once(g_pool_get_attribute, device_real_dlsym(handle, "cudaMemPoolGetAttribute"));
-  --tls_counters.internal;
 }
 
 }  // namespace memwatch::shim

@@ -32,10 +32,12 @@ extern "C" __attribute__((visibility("hidden"))) DlsymFn memwatch_resolve_real_d
   if (fn != nullptr) return fn;
   // The default version of dlsym is GLIBC_2.34 since libdl moved into libc, GLIBC_2.2.5 before
   // (x86-64). dlvsym is not hooked, and RTLD_NEXT from here means "after libmemwatch.so".
-  ++tls_counters.internal;
-  void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-  if (p == nullptr) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-  --tls_counters.internal;
+  void* p = nullptr;
+  {
+    InternalScope internal;
+    p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (p == nullptr) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  }
   fn = reinterpret_cast<DlsymFn>(p);
 #if !defined(__x86_64__)
   // Elsewhere the shim defines no dlsym of its own (only the dlopen routes go uncounted).
@@ -110,15 +112,17 @@ void* device_real_dlsym(void* handle, const char* name) noexcept {
   return real == nullptr ? nullptr : real(handle, name);
 }
 
-void* device_next_symbol(const char* name,
-                         std::initializer_list<const char*> libraries) noexcept {
-  ++tls_counters.internal;
-  void* fn = device_real_dlsym(RTLD_NEXT, name);
-  for (const char* library : libraries) {
-    if (fn != nullptr) break;
-    if (void* handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD)) fn = device_real_dlsym(handle, name);
+void* device_next_symbol(const char* name, std::initializer_list<const char*> libraries) noexcept {
+  void* fn = nullptr;
+  {
+    InternalScope internal;
+    fn = device_real_dlsym(RTLD_NEXT, name);
+    for (const char* library : libraries) {
+      if (fn != nullptr) break;
+      if (void* handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD))
+        fn = device_real_dlsym(handle, name);
+    }
   }
-  --tls_counters.internal;
   if (fn == nullptr) log_line("%s is called but no library defines it", name);
   device_note_cuda_seen();
   return fn;

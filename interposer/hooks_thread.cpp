@@ -20,7 +20,7 @@ struct InternalStart {
 void* start_internal(void* p) {
   const InternalStart start = *static_cast<InternalStart*>(p);
   shim_arena_free(p);
-  ++tls_counters.internal;
+  counters_thread_is_internal();
   return start.routine(start.arg);
 }
 

@@ -50,14 +50,6 @@ constexpr int kOomAbortStatus = 75;
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL,  SIGFPE, SIGABRT,
                                  SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 
-// Internal for the lifetime of a scope: what memwatch itself allocates is not the program's.
-struct InternalScope {
-  InternalScope() noexcept { ++tls_counters.internal; }
-  ~InternalScope() { --tls_counters.internal; }
-  InternalScope(const InternalScope&) = delete;
-  InternalScope& operator=(const InternalScope&) = delete;
-};
-
 std::int64_t device_capacity(int device) noexcept {
   if (g_config.device_capacity[device] > 0) return g_config.device_capacity[device];
 #if MEMWATCH_DEVICE_HOOKS
@@ -74,7 +66,7 @@ void device_tick() {
   static bool started = false;
   if (started || !device_cuda_seen()) return;
   started = true;
-  device_cupti_start(std::getenv("MEMWATCH_CUPTI"));
+  device_cupti_start(g_config.cupti);
   device_nvml_read();
 #endif
 }

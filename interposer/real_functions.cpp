@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "config.hpp"
 #include "counters.hpp"
+#include "memwatch/protocol/shim_options.hpp"
 #include "private_jemalloc.hpp"
 #include "shim_arena.hpp"
 
@@ -45,16 +47,54 @@ void lookup(void* handle, const char* name, Fn& slot) {
   slot = reinterpret_cast<Fn>(dlsym(handle, name));
 }
 
+// Read before the configuration exists (the first malloc may come before any constructor);
+// getenv neither allocates nor locks. A bad value is said once the configuration is read.
 bool wants_jemalloc() {
-  // getenv neither allocates nor locks: safe this early, before any constructor ran.
-  const char* v = std::getenv("MEMWATCH_ALLOCATOR");
-  return v != nullptr && std::strcmp(v, "jemalloc") == 0;
+  const char* v = std::getenv(protocol::shim_option(protocol::ShimOption::allocator).variable);
+  Allocator allocator = Allocator::system;
+  return v != nullptr && config_parse_allocator(v, allocator) && allocator == Allocator::jemalloc;
 }
 
 // jemalloc has no pvalloc of its own.
 void* je_pvalloc_(std::size_t n) {
   const auto page = static_cast<std::size_t>(getpagesize());
   return je_aligned_alloc(page, (n + page - 1) & ~(page - 1));
+}
+
+// The definitions that follow the shim's in the lookup order: glibc's, or another preloaded
+// allocator's.
+RealFunctions next_functions() noexcept {
+  RealFunctions r{};
+  lookup(RTLD_NEXT, "malloc", r.malloc);
+  lookup(RTLD_NEXT, "free", r.free);
+  lookup(RTLD_NEXT, "calloc", r.calloc);
+  lookup(RTLD_NEXT, "realloc", r.realloc);
+  lookup(RTLD_NEXT, "posix_memalign", r.posix_memalign);
+  lookup(RTLD_NEXT, "aligned_alloc", r.aligned_alloc);
+  lookup(RTLD_NEXT, "memalign", r.memalign);
+  lookup(RTLD_NEXT, "valloc", r.valloc);
+  lookup(RTLD_NEXT, "pvalloc", r.pvalloc);
+  lookup(RTLD_NEXT, "malloc_usable_size", r.malloc_usable_size);
+  lookup(RTLD_NEXT, "mmap", r.mmap);
+  lookup(RTLD_NEXT, "munmap", r.munmap);
+  lookup(RTLD_NEXT, "mremap", r.mremap);
+  lookup(RTLD_NEXT, "_exit", r.exit_now);
+  return r;
+}
+
+// MEMWATCH_ALLOCATOR=jemalloc: the heap is the shim's private jemalloc's, fast paths and all.
+RealFunctions jemalloc_functions(RealFunctions r) noexcept {
+  r.malloc = je_malloc;
+  r.free = je_free;
+  r.calloc = je_calloc;
+  r.realloc = je_realloc;
+  r.posix_memalign = je_posix_memalign;
+  r.aligned_alloc = je_aligned_alloc;
+  r.memalign = je_memalign;
+  r.valloc = je_valloc;
+  r.pvalloc = je_pvalloc_;
+  r.malloc_usable_size = je_malloc_usable_size;
+  return r;
 }
 
 // Until the lookup has run, the malloc family's slots hold trampolines that run it and then
@@ -94,43 +134,16 @@ void real_functions_resolve() noexcept {
     }
     return;
   }
-  ++tls_counters.internal;
-  shim_arena_reserve();
-  dl_iterate_phdr(find_shim, nullptr);
-  RealFunctions r{};
-  lookup(RTLD_NEXT, "malloc", r.malloc);
-  lookup(RTLD_NEXT, "free", r.free);
-  lookup(RTLD_NEXT, "calloc", r.calloc);
-  lookup(RTLD_NEXT, "realloc", r.realloc);
-  lookup(RTLD_NEXT, "posix_memalign", r.posix_memalign);
-  lookup(RTLD_NEXT, "aligned_alloc", r.aligned_alloc);
-  lookup(RTLD_NEXT, "memalign", r.memalign);
-  lookup(RTLD_NEXT, "valloc", r.valloc);
-  lookup(RTLD_NEXT, "pvalloc", r.pvalloc);
-  lookup(RTLD_NEXT, "malloc_usable_size", r.malloc_usable_size);
-  lookup(RTLD_NEXT, "mmap", r.mmap);
-  lookup(RTLD_NEXT, "munmap", r.munmap);
-  lookup(RTLD_NEXT, "mremap", r.mremap);
-  lookup(RTLD_NEXT, "_exit", r.exit_now);
-  // glibc's malloc is also exported as __libc_malloc; the next malloc is glibc's exactly when
-  // the two are the same function.
-  g_real_is_glibc =
-      r.malloc != nullptr && reinterpret_cast<void*>(r.malloc) == dlsym(RTLD_NEXT, "__libc_malloc");
-  if (wants_jemalloc()) {
-    g_real_is_glibc = false;
-    r.malloc = je_malloc;
-    r.free = je_free;
-    r.calloc = je_calloc;
-    r.realloc = je_realloc;
-    r.posix_memalign = je_posix_memalign;
-    r.aligned_alloc = je_aligned_alloc;
-    r.memalign = je_memalign;
-    r.valloc = je_valloc;
-    r.pvalloc = je_pvalloc_;
-    r.malloc_usable_size = je_malloc_usable_size;
+  {
+    InternalScope internal;
+    shim_arena_reserve();
+    dl_iterate_phdr(find_shim, nullptr);
+    g_real = wants_jemalloc() ? jemalloc_functions(next_functions()) : next_functions();
+    // glibc's malloc is also exported as __libc_malloc; the next malloc is glibc's exactly when
+    // the two are the same function.
+    g_real_is_glibc = !wants_jemalloc() && g_real.malloc != nullptr &&
+                      reinterpret_cast<void*>(g_real.malloc) == dlsym(RTLD_NEXT, "__libc_malloc");
   }
-  g_real = r;
-  --tls_counters.internal;
   g_ready.store(true, std::memory_order_release);
 }
 

@@ -11,7 +11,7 @@ void Reporter::start(const ReporterOptions& options, ReporterClient* client, War
   warning_ = std::move(warning);
   stopping_ = false;
   thread_ = std::thread([this] {
-    ++tls_counters.internal;
+    counters_thread_is_internal();
     run();
   });
 }
