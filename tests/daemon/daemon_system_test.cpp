@@ -36,7 +36,8 @@ const std::string kCli = MEMWATCH_CLI_PATH;
 
 using test::Daemon;
 
-test::Environment shim_env(const Daemon& d, const std::string& workload, const std::string& params) {
+test::Environment shim_env(const Daemon& d, const std::string& workload,
+                           const std::string& params) {
   return {{"LD_PRELOAD", kShim},
           {"MEMWATCH_ENDPOINT", d.ingest()},
           {"MEMWATCH_WORKLOAD", workload},
@@ -50,9 +51,8 @@ TEST(Daemon, RunsFromSeveralProcessesAtOnceAreAllStoredWithTheirPeaks) {
   std::vector<test::Finished> results(4);
   for (int i = 0; i < 4; ++i) {
     runners.emplace_back([&, i] {
-      results[static_cast<std::size_t>(i)] =
-          test::run({kPatterns, "threads_hold"},
-                    shim_env(daemon, "patterns", "copy=" + std::to_string(i)));
+      results[static_cast<std::size_t>(i)] = test::run(
+          {kPatterns, "threads_hold"}, shim_env(daemon, "patterns", "copy=" + std::to_string(i)));
     });
   }
   for (auto& t : runners) t.join();
@@ -84,21 +84,11 @@ TEST(Daemon, TheShimsPeakReachesTheStoreExactly) {
 TEST(Daemon, AClientKilledMidRunIsRecoveredWithItsLastPeak) {
   test::TempDir dir;
   Daemon daemon(dir.path());
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    for (const auto& [k, v] : shim_env(daemon, "victim", "batch=64")) setenv(k.c_str(), v.c_str(), 1);
-    execl(kPatterns.c_str(), kPatterns.c_str(), "hold", nullptr);
-    _exit(127);
-  }
-  close(out[1]);
-  char buf[16] = {};
-  ASSERT_GT(read(out[0], buf, sizeof buf - 1), 0);
-  close(out[0]);
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
+  test::Running victim({kPatterns, "hold"}, shim_env(daemon, "victim", "batch=64"));
+  const pid_t pid = victim.pid();
+  ASSERT_EQ(victim.read_line(), "ready");
+  victim.signal(SIGKILL);
+  victim.wait();
   const json runs = daemon.wait_runs(
       "victim", [](const json& r) { return r.size() == 1 && r[0]["status"] == "killed"; });
   ASSERT_EQ(runs.size(), 1u) << runs.dump();
@@ -116,8 +106,7 @@ TEST(Daemon, ARestartAfterSigkillOnTheSameDatabaseCarriesOn) {
   daemon->stop(SIGKILL);
   daemon = std::make_unique<Daemon>(dir.path());
   ASSERT_EQ(test::run({kPatterns, "never_free"}, shim_env(*daemon, "durable", "i=2")).exit_code, 0);
-  const json runs =
-      daemon->wait_runs("durable", [](const json& r) { return all_finished(r, 2); });
+  const json runs = daemon->wait_runs("durable", [](const json& r) { return all_finished(r, 2); });
   ASSERT_TRUE(all_finished(runs, 2)) << runs.dump();
   EXPECT_EQ(runs[0]["params"]["i"], 1);
   EXPECT_EQ(runs[1]["params"]["i"], 2);
@@ -208,9 +197,9 @@ TEST(Daemon, BadCommandLinesAreRefusedWithAClearMessage) {
   test::TempDir dir;
   const std::string notes = dir.file("notes.txt");
   { std::ofstream(notes) << "not a database"; }
-  const auto not_db = test::run({kDaemon, "--foreground", "--db", notes, "--ingest",
-                                 "ipc://" + dir.file("i"), "--query", "ipc://" + dir.file("q"),
-                                 "--events", "ipc://" + dir.file("e")});
+  const auto not_db =
+      test::run({kDaemon, "--foreground", "--db", notes, "--ingest", "ipc://" + dir.file("i"),
+                 "--query", "ipc://" + dir.file("q"), "--events", "ipc://" + dir.file("e")});
   EXPECT_EQ(not_db.exit_code, 1);
   EXPECT_NE(not_db.err.find("not a memwatch database"), std::string::npos);
   EXPECT_EQ(test::read_file(notes), "not a database");
@@ -244,14 +233,14 @@ TEST(Daemon, ModelsAreRefittedAsRunsArriveAndPredictAndMaxAnswer) {
   EXPECT_LT(predicted_mib, 25);
   EXPECT_GE(p["upper_bytes"].get<double>(), p["peak_bytes"].get<double>());
   EXPECT_NE(p["formula"].get<std::string>().find("mib"), std::string::npos);
-  const json m = daemon.ask({{"op", "max"}, {"workload", "grows"}, {"vary", "mib"},
-                             {"capacity_bytes", 40 << 20}});
+  const json m = daemon.ask(
+      {{"op", "max"}, {"workload", "grows"}, {"vary", "mib"}, {"capacity_bytes", 40 << 20}});
   ASSERT_EQ(m["ok"], true) << m.dump();
   EXPECT_GE(m["value"].get<double>(), 37);
   EXPECT_LE(m["value"].get<double>(), 39);
   EXPECT_LE(m["upper_bytes"].get<double>(), 40 << 20);
-  const json model = daemon.ask({{"op", "model"}, {"workload", "grows"},
-                                 {"target", "host_peak_bytes"}});
+  const json model =
+      daemon.ask({{"op", "model"}, {"workload", "grows"}, {"target", "host_peak_bytes"}});
   EXPECT_EQ(model["model"]["schema"], "memwatch.model/1");
 }
 

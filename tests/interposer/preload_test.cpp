@@ -52,7 +52,9 @@ std::int64_t baseline_heap() {
   return baseline;
 }
 
-std::int64_t heap_peak(const Measured& m) { return m.report["host"]["heap_peak_bytes"]; }
+std::int64_t heap_peak(const Measured& m) {
+  return m.report["host"]["heap_peak_bytes"];
+}
 
 TEST(Preload, EveryHeapPathGivesTheExactPeak) {
   const Measured m = measure({kPatterns, "heap_paths"}, {{"MEMWATCH_BATCH_BYTES", "0"}});
@@ -131,8 +133,8 @@ TEST(Preload, NeverFreedStaysLiveAtExit) {
 
 TEST(Preload, AForkedChildStartsFromWhatItInheritsAndWritesItsOwnReport) {
   TempDir dir;
-  const Finished f = run({kPatterns, "fork"},
-                         {{"LD_PRELOAD", kShim}, {"MEMWATCH_REPORT", dir.file("r.%p.json")}});
+  const Finished f =
+      run({kPatterns, "fork"}, {{"LD_PRELOAD", kShim}, {"MEMWATCH_REPORT", dir.file("r.%p.json")}});
   ASSERT_EQ(f.exit_code, 0) << f.err;
   const auto first_line = f.out.substr(0, f.out.find('\n'));
   const json child_said = json::parse(first_line);
@@ -199,26 +201,14 @@ TEST(Preload, AVforkChildsExitLeavesTheParentsReportToTheParent) {
 
 TEST(Preload, SigtermWritesTheReportAndTheProgramStillDiesOfIt) {
   TempDir dir;
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
   const std::string report = dir.file("r.json");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    setenv("LD_PRELOAD", kShim.c_str(), 1);
-    setenv("MEMWATCH_REPORT", report.c_str(), 1);
-    execl(kPatterns.c_str(), kPatterns.c_str(), "hold", nullptr);
-    _exit(127);
-  }
-  close(out[1]);
-  char buf[16] = {};
-  ASSERT_GT(read(out[0], buf, sizeof buf - 1), 0);
-  close(out[0]);
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFSIGNALED(status));
-  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  Running program({kPatterns, "hold"}, {{"LD_PRELOAD", kShim}, {"MEMWATCH_REPORT", report}});
+  ASSERT_EQ(program.read_line(), "ready");
+  program.signal(SIGTERM);
+  const pid_t pid = program.pid();
+  const Finished end = program.wait();
+  EXPECT_TRUE(end.signaled);
+  EXPECT_EQ(end.signal, SIGTERM);
   const json r = json::parse(read_file(report));
   EXPECT_EQ(r["exit"]["signal"], SIGTERM);
   EXPECT_GE(r["host"]["heap_peak_bytes"].get<std::int64_t>(), 20 << 20);
@@ -226,25 +216,14 @@ TEST(Preload, SigtermWritesTheReportAndTheProgramStillDiesOfIt) {
 }
 
 TEST(Preload, ASigkilledProcessLeavesItsLastValuesInSharedMemory) {
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    setenv("LD_PRELOAD", kShim.c_str(), 1);
-    execl(kPatterns.c_str(), kPatterns.c_str(), "hold", nullptr);
-    _exit(127);
-  }
-  close(out[1]);
-  char buf[16] = {};
-  ASSERT_GT(read(out[0], buf, sizeof buf - 1), 0);  // "ready": it holds 20 MiB now
-  close(out[0]);
+  Running program({kPatterns, "hold"}, {{"LD_PRELOAD", kShim}});
+  ASSERT_EQ(program.read_line(), "ready");  // it holds 20 MiB now
+  const pid_t pid = program.pid();
   const auto alive = memwatch::shim::segment_read(pid);
   ASSERT_TRUE(alive.has_value());
   EXPECT_GE(alive->heap_live, 20 << 20);
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  program.signal(SIGKILL);
+  program.wait();
   const auto dead = memwatch::shim::segment_read(pid);
   ASSERT_TRUE(dead.has_value());
   EXPECT_FALSE(dead->exited);
@@ -274,10 +253,10 @@ TEST(Preload, TheProgramsOutputIsUnchanged) {
 }
 
 TEST(Preload, ParamsAndWorkloadFromTheEnvironmentAndTheProgramsFlags) {
-  const Measured m = measure({kPatterns, "none", "--filters=16"},
-                             {{"MEMWATCH_PARAMS", "batch=4,dim=128"},
-                              {"MEMWATCH_ARGV_PARAMS", "--filters:filters"},
-                              {"MEMWATCH_WORKLOAD", "unet3d"}});
+  const Measured m =
+      measure({kPatterns, "none", "--filters=16"}, {{"MEMWATCH_PARAMS", "batch=4,dim=128"},
+                                                    {"MEMWATCH_ARGV_PARAMS", "--filters:filters"},
+                                                    {"MEMWATCH_WORKLOAD", "unet3d"}});
   EXPECT_EQ(m.report["workload"], "unet3d");
   EXPECT_EQ(m.report["params"], json::parse(R"({"batch":4,"dim":128,"filters":16})"));
 }
@@ -308,15 +287,14 @@ TEST(Preload, PythonUnderTheShim) {
 }
 
 TEST(Preload, PythonNumpyAndThreadsUnderTheShim) {
-  const Measured m = measure(
-      {kPython, "-c",
-       "import numpy, threading\n"
-       "def work():\n"
-       "    a = numpy.ones((1024, 1024, 16))\n"  // 128 MiB
-       "    del a\n"
-       "ts = [threading.Thread(target=work) for _ in range(2)]\n"
-       "[t.start() for t in ts]; [t.join() for t in ts]\n"
-       "print('done')"});
+  const Measured m = measure({kPython, "-c",
+                              "import numpy, threading\n"
+                              "def work():\n"
+                              "    a = numpy.ones((1024, 1024, 16))\n"  // 128 MiB
+                              "    del a\n"
+                              "ts = [threading.Thread(target=work) for _ in range(2)]\n"
+                              "[t.start() for t in ts]; [t.join() for t in ts]\n"
+                              "print('done')"});
   ASSERT_EQ(m.run.exit_code, 0) << m.run.err;
   EXPECT_EQ(m.run.out, "done\n");
   EXPECT_GE(m.report["host"]["peak_bytes"].get<std::int64_t>(), std::int64_t{128} << 20);

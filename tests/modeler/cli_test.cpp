@@ -1,52 +1,38 @@
 // `memwatch fit` and `memwatch predict` as a user runs them: real files, the built binary, exit
 // statuses and messages.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "process.hpp"
 #include "synthetic.hpp"
 
 namespace {
 
 struct Result {
-  int status = -1;
+  int status = -1;  // the exit status; -1 when a signal ended it
   std::string out;
   std::string err;
 };
 
 class Cli : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = ::testing::TempDir() + "memwatch-cli-" + std::to_string(getpid()) + "-" + info->name();
-    std::system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str());
-  }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-
   std::string write(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
+    const std::string path = dir_.file(name);
     std::ofstream(path) << text;
     return path;
   }
 
+  // `memwatch` with `args`, split at spaces (no argument here has one).
   Result run(const std::string& args) {
-    const std::string err = dir_ + "/stderr";
-    Result r;
-    FILE* p = popen((std::string(MEMWATCH_BIN) + " " + args + " 2>'" + err + "'").c_str(), "r");
-    char buf[4096];
-    for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(err);
-    std::ostringstream s;
-    s << in.rdbuf();
-    r.err = s.str();
-    return r;
+    std::vector<std::string> argv = {MEMWATCH_BIN};
+    std::istringstream words(args);
+    for (std::string word; words >> word;) argv.push_back(word);
+    const memwatch::test::Finished f = memwatch::test::run(argv);
+    return {f.signaled ? -1 : f.exit_code, f.out, f.err};
   }
 
   // A sweep file from the U-net-shaped truth, with the measurement columns a sweep writes.
@@ -64,7 +50,7 @@ class Cli : public ::testing::Test {
     return write("sweep.csv", text);
   }
 
-  std::string dir_;
+  memwatch::test::TempDir dir_;
 };
 
 TEST_F(Cli, FitPrintsFormulaErrorsAndBound) {
@@ -158,7 +144,7 @@ TEST_F(Cli, PredictErrorsExitNonZero) {
   const Result not_model = run("predict --model " + points + " batch=1");
   EXPECT_NE(not_model.status, 0);
   EXPECT_NE(not_model.err.find(points), std::string::npos) << not_model.err;
-  EXPECT_NE(run("fit --input " + dir_ + "/nothing.csv").status, 0);
+  EXPECT_NE(run("fit --input " + dir_.file("nothing.csv")).status, 0);
   EXPECT_EQ(run("fit").status, 2);
 }
 

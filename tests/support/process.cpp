@@ -44,25 +44,44 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   return out;
 }
 
-}  // namespace
-
-Finished run(const std::vector<std::string>& argv_in, const Environment& env,
-             std::chrono::seconds deadline) {
+// Forks and execs `argv` with `env` added; the child's stdout and stderr become `out_fd` and
+// `err_fd` where those are not negative.
+pid_t spawn(const std::vector<std::string>& argv_in, const Environment& env, int out_fd,
+            int err_fd) {
   std::vector<std::string> argv = argv_in;
   std::vector<std::string> envs = merged_environment(env);
   std::vector<char*> argv_p = pointers(argv);
   std::vector<char*> env_p = pointers(envs);
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
-    throw std::runtime_error("pipe failed");
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
+    if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
+    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
     execve(argv_p[0], argv_p.data(), env_p.data());
     _exit(127);
   }
+  return pid;
+}
+
+void reap(pid_t pid, Finished& f) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) {
+    f.signaled = true;
+    f.signal = WTERMSIG(status);
+  } else {
+    f.exit_code = WEXITSTATUS(status);
+  }
+}
+
+}  // namespace
+
+Finished run(const std::vector<std::string>& argv, const Environment& env,
+             std::chrono::seconds deadline) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe failed");
+  const pid_t pid = spawn(argv, env, out_pipe[1], err_pipe[1]);
   close(out_pipe[1]);
   close(err_pipe[1]);
   Finished f;
@@ -94,14 +113,60 @@ Finished run(const std::vector<std::string>& argv_in, const Environment& env,
   }
   for (auto& p : fds)
     if (p.fd >= 0) close(p.fd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFSIGNALED(status)) {
-    f.signaled = true;
-    f.signal = WTERMSIG(status);
-  } else {
-    f.exit_code = WEXITSTATUS(status);
+  reap(pid, f);
+  return f;
+}
+
+Running::Running(const std::vector<std::string>& argv, const Environment& env, Stderr err) {
+  int out_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  const int null_fd = err == Stderr::discard ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
+  pid_ = spawn(argv, env, out_pipe[1], null_fd);
+  if (null_fd >= 0) close(null_fd);
+  close(out_pipe[1]);
+  out_fd_ = out_pipe[0];
+}
+
+Running::~Running() {
+  if (!reaped_) {
+    kill(pid_, SIGKILL);
+    Finished ignored;
+    reap(pid_, ignored);
   }
+  if (out_fd_ >= 0) close(out_fd_);
+}
+
+std::string Running::read_line(std::chrono::seconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  for (;;) {
+    if (const auto newline = pending_.find('\n'); newline != std::string::npos) {
+      std::string line = pending_.substr(0, newline);
+      pending_.erase(0, newline + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
+    pollfd fd{out_fd_, POLLIN, 0};
+    if (left.count() <= 0 || poll(&fd, 1, static_cast<int>(left.count())) <= 0) return {};
+    char buf[4096];
+    const ssize_t n = read(out_fd_, buf, sizeof buf);
+    if (n <= 0) return {};
+    pending_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+void Running::signal(int sig) {
+  kill(pid_, sig);
+}
+
+Finished Running::wait() {
+  Finished f;
+  f.out = pending_;
+  char buf[4096];
+  for (ssize_t n; (n = read(out_fd_, buf, sizeof buf)) > 0;)
+    f.out.append(buf, static_cast<std::size_t>(n));
+  reap(pid_, f);
+  reaped_ = true;
   return f;
 }
 

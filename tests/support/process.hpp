@@ -2,6 +2,8 @@
 // captures stdout, stderr and how it ended.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <map>
 #include <string>
@@ -24,6 +26,31 @@ using Environment = std::map<std::string, std::string>;
 // a value of "\x01unset" removes the variable.
 Finished run(const std::vector<std::string>& argv, const Environment& env = {},
              std::chrono::seconds deadline = std::chrono::seconds(120));
+
+// A program started in the background, for tests that act on it while it runs (signal it once
+// it says it is ready). Killed and reaped with the object if nobody waited for it.
+class Running {
+ public:
+  enum class Stderr { inherit, discard };
+  explicit Running(const std::vector<std::string>& argv, const Environment& env = {},
+                   Stderr err = Stderr::inherit);
+  ~Running();
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  // The next line of its stdout, without the line end; empty at its end or past the deadline.
+  std::string read_line(std::chrono::seconds deadline = std::chrono::seconds(30));
+  void signal(int sig);
+  // Reads the rest of its stdout and reaps it.
+  Finished wait();
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::string pending_;
+  bool reaped_ = false;
+};
 
 // A fresh empty directory under the system's temporary folder, removed with the object.
 class TempDir {

@@ -23,6 +23,7 @@ using memwatch::test::Finished;
 using memwatch::test::lines_of;
 using memwatch::test::read_file;
 using memwatch::test::run;
+using memwatch::test::Running;
 using memwatch::test::TempDir;
 
 using Row = std::map<std::string, std::string>;
@@ -180,23 +181,17 @@ TEST(Sweep, AnInterruptedSweepKeepsWholeRowsAndResumes) {
   const std::string script = "case {mode} in 1) exec " + std::string(SWEEP_HELPER) +
                              " 1 0;; 2) exec " + SWEEP_HELPER + " 1 sleep;; *) exec " +
                              SWEEP_HELPER + " 1 0;; esac";
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    freopen("/dev/null", "w", stderr);
-    execl(MEMWATCH_BIN, MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD, "--grid", "mode=1,2,3",
-          "--out", out.c_str(), "--", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  Running sweeping({MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD, "--grid", "mode=1,2,3", "--out",
+                    out, "--", "/bin/sh", "-c", script},
+                   {}, Running::Stderr::discard);
   // Wait for the first row, then a moment for the second run to start sleeping.
   for (int i = 0; i < 200 && read_csv(out).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  sweeping.signal(SIGINT);
+  const Finished end = sweeping.wait();
+  ASSERT_FALSE(end.signaled);
+  EXPECT_EQ(end.exit_code, 128 + SIGINT);
   auto rows = read_csv(out);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]["mode"], "1");
