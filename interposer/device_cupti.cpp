@@ -6,6 +6,8 @@
 // Handing over: CUPTI and the hooks record into the same pointer table, so an allocation seen
 // by both is counted by whichever records it first, and its free by whichever takes it out
 // first. From the moment CUPTI counts, the hooks record no new allocation.
+#include "device_cupti.hpp"
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -14,8 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "device_cupti.hpp"
 #include "device_hooks.hpp"
+#include "device_routes.hpp"
 
 namespace memwatch::shim {
 
@@ -34,30 +36,41 @@ CUpti_SubscriberHandle g_subscriber = nullptr;
 std::atomic<int> g_state{0};  // 0 not tried, 1 trying, 2 counting, 3 not available
 
 // Runtime calls in progress on this thread: driver callbacks inside them are the runtime's.
-constinit thread_local std::uint32_t tls_runtime_depth __attribute__((tls_model("initial-exec"))) = 0;
+constinit thread_local std::uint32_t tls_runtime_depth __attribute__((tls_model("initial-exec"))) =
+    0;
 
 constexpr CUpti_CallbackId kRuntimeIds[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,        CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMalloc3D_v3020,      CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,    CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020,      CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,  CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,    CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMalloc3D_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
 };
 
 constexpr CUpti_CallbackId kDriverIds[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,     CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,      CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,    CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,
-    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,        CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,         CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,       CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,    CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
     CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
-    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
-    CUPTI_DRIVER_TRACE_CBID_cuMemRelease,      CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,  CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+    CUPTI_DRIVER_TRACE_CBID_cuMemRelease,         CUPTI_DRIVER_TRACE_CBID_cuMemMap,
     CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
 };
 
-std::uint64_t key(const void* p) { return reinterpret_cast<std::uint64_t>(p); }
-std::uint64_t key(CUdeviceptr p) { return static_cast<std::uint64_t>(p); }
+std::uint64_t key(const void* p) {
+  return reinterpret_cast<std::uint64_t>(p);
+}
+std::uint64_t key(CUdeviceptr p) {
+  return static_cast<std::uint64_t>(p);
+}
 
 int device_of(const CUpti_CallbackData* d) {
   std::uint32_t id = 0;
@@ -100,6 +113,11 @@ void alloc_exit(std::uint64_t ptr, DeviceKind kind, int device, std::size_t byte
   device_note_alloc(ptr, kind, device, static_cast<std::int64_t>(bytes), kSourceCupti);
 }
 
+void alloc_exit(CudaAlloc call, std::uint64_t ptr, const CUpti_CallbackData* d, std::size_t bytes) {
+  route_note_alloc(
+      call, ptr, bytes, [d] { return device_of(d); }, kSourceCupti);
+}
+
 void async_exit(std::uint64_t ptr, int device, std::size_t bytes) {
   std::uint64_t pool = 0;
   std::int64_t reserved = 0;
@@ -118,8 +136,10 @@ const Params& params(const CUpti_CallbackData* d) {
 
 void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData* d) {
   const bool enter = d->callbackSite == CUPTI_API_ENTER;
-  if (enter) ++tls_runtime_depth;
-  else --tls_runtime_depth;
+  if (enter)
+    ++tls_runtime_depth;
+  else
+    --tls_runtime_depth;
   // Only the program's own call counts (a runtime call inside another is the runtime's).
   if (tls_runtime_depth != (enter ? 1u : 0u)) return;
   const auto* ret = static_cast<const cudaError_t*>(d->functionReturnValue);
@@ -127,34 +147,36 @@ void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData* d) {
   switch (id) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
       const auto& p = params<cudaMalloc_v3020_params>(d);
-      if (ok) alloc_exit(key(*p.devPtr), DeviceKind::device, device_of(d), p.size);
+      if (ok) alloc_exit(CudaAlloc::cuda_malloc, key(*p.devPtr), d, p.size);
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020: {
       const auto& p = params<cudaMallocPitch_v3020_params>(d);
-      if (ok) alloc_exit(key(*p.devPtr), DeviceKind::device, device_of(d), *p.pitch * p.height);
+      if (ok)
+        alloc_exit(CudaAlloc::cuda_malloc_pitch, key(*p.devPtr), d,
+                   route_pitched_bytes(*p.pitch, p.height));
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc3D_v3020: {
       const auto& p = params<cudaMalloc3D_v3020_params>(d);
       if (ok)
-        alloc_exit(key(p.pitchedDevPtr->ptr), DeviceKind::device, device_of(d),
-                   p.pitchedDevPtr->pitch * p.extent.height * p.extent.depth);
+        alloc_exit(CudaAlloc::cuda_malloc_3d, key(p.pitchedDevPtr->ptr), d,
+                   route_pitched_bytes(p.pitchedDevPtr->pitch, p.extent.height, p.extent.depth));
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000: {
       const auto& p = params<cudaMallocManaged_v6000_params>(d);
-      if (ok) alloc_exit(key(*p.devPtr), DeviceKind::managed, device_of(d), p.size);
+      if (ok) alloc_exit(CudaAlloc::cuda_malloc_managed, key(*p.devPtr), d, p.size);
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020: {
       const auto& p = params<cudaMallocHost_v3020_params>(d);
-      if (ok) alloc_exit(key(*p.ptr), DeviceKind::pinned, 0, p.size);
+      if (ok) alloc_exit(CudaAlloc::cuda_malloc_host, key(*p.ptr), d, p.size);
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020: {
       const auto& p = params<cudaHostAlloc_v3020_params>(d);
-      if (ok) alloc_exit(key(*p.pHost), DeviceKind::pinned, 0, p.size);
+      if (ok) alloc_exit(CudaAlloc::cuda_host_alloc, key(*p.pHost), d, p.size);
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
@@ -179,7 +201,8 @@ void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData* d) {
       enter ? free_enter(d, key(ptr)) : free_exit(d, key(ptr), !ok);
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -191,27 +214,29 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* d) {
   switch (id) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
       const auto& p = params<cuMemAlloc_v2_params>(d);
-      if (ok) alloc_exit(key(*p.dptr), DeviceKind::device, device_of(d), p.bytesize);
+      if (ok) alloc_exit(CudaAlloc::cu_mem_alloc, key(*p.dptr), d, p.bytesize);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
       const auto& p = params<cuMemAllocPitch_v2_params>(d);
-      if (ok) alloc_exit(key(*p.dptr), DeviceKind::device, device_of(d), *p.pPitch * p.Height);
+      if (ok)
+        alloc_exit(CudaAlloc::cu_mem_alloc_pitch, key(*p.dptr), d,
+                   route_pitched_bytes(*p.pPitch, p.Height));
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
       const auto& p = params<cuMemAllocManaged_params>(d);
-      if (ok) alloc_exit(key(*p.dptr), DeviceKind::managed, device_of(d), p.bytesize);
+      if (ok) alloc_exit(CudaAlloc::cu_mem_alloc_managed, key(*p.dptr), d, p.bytesize);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
       const auto& p = params<cuMemAllocHost_v2_params>(d);
-      if (ok) alloc_exit(key(*p.pp), DeviceKind::pinned, 0, p.bytesize);
+      if (ok) alloc_exit(CudaAlloc::cu_mem_alloc_host, key(*p.pp), d, p.bytesize);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
       const auto& p = params<cuMemHostAlloc_params>(d);
-      if (ok) alloc_exit(key(*p.pp), DeviceKind::pinned, 0, p.bytesize);
+      if (ok) alloc_exit(CudaAlloc::cu_mem_host_alloc, key(*p.pp), d, p.bytesize);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
@@ -238,11 +263,7 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* d) {
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
       const auto& p = params<cuMemCreate_params>(d);
-      if (!ok || p.prop == nullptr) break;
-      const bool on_device = p.prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-      device_vmm_create(*p.handle, on_device ? DeviceKind::device : DeviceKind::pinned,
-                        on_device ? p.prop->location.id : 0, static_cast<std::int64_t>(p.size),
-                        kSourceCupti);
+      if (ok && p.prop != nullptr) route_note_vmm_create(*p.handle, *p.prop, p.size, kSourceCupti);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
@@ -259,7 +280,8 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* d) {
       if (ok) device_vmm_release(params<cuMemRelease_params>(d).handle);
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -267,8 +289,10 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
                           const void* data) {
   const auto* d = static_cast<const CUpti_CallbackData*>(data);
   if (d == nullptr || d->functionParams == nullptr) return;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) on_runtime(id, d);
-  else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) on_driver(id, d);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+    on_runtime(id, d);
+  else if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+    on_driver(id, d);
 }
 
 template <typename Fn>
@@ -336,6 +360,8 @@ void device_cupti_start(const char* setting) noexcept {
   g_state.store(2);
 }
 
-bool device_cupti_counting() noexcept { return g_state.load() == 2; }
+bool device_cupti_counting() noexcept {
+  return g_state.load() == 2;
+}
 
 }  // namespace memwatch::shim

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "device_hooks.hpp"
+#include "device_routes.hpp"
 
 // cuda.h maps these names to their current versions; the shim exports the old names too.
 #undef cuGetProcAddress
@@ -38,7 +39,9 @@ void set_once(std::atomic<Fn>& slot, void* p) {
   if (p != nullptr) slot.compare_exchange_strong(expected, reinterpret_cast<Fn>(p));
 }
 
-void* lookup_in_handle(void* handle, const char* name) { return device_real_dlsym(handle, name); }
+void* lookup_in_handle(void* handle, const char* name) {
+  return device_real_dlsym(handle, name);
+}
 
 // For the exported hooks: the libcuda the program linked is next after the shim.
 void ensure_queries() noexcept {
@@ -69,43 +72,42 @@ bool current_pool(int device, CUmemoryPool& pool, std::int64_t& reserved) noexce
   return true;
 }
 
-std::uint64_t as_key(CUdeviceptr p) { return static_cast<std::uint64_t>(p); }
-std::uint64_t as_key(const void* p) { return reinterpret_cast<std::uint64_t>(p); }
+std::uint64_t as_key(CUdeviceptr p) {
+  return static_cast<std::uint64_t>(p);
+}
+std::uint64_t as_key(const void* p) {
+  return reinterpret_cast<std::uint64_t>(p);
+}
 
 // ---- implementations ---------------------------------------------------------------------
 
-template <typename Fn>
-CUresult alloc_impl(Fn real, CUdeviceptr* dptr, std::size_t bytes) {
-  const HookScope scope;
-  const CUresult r = real(dptr, bytes);
-  if (r == CUDA_SUCCESS && dptr != nullptr && scope.count)
-    device_note_alloc(as_key(*dptr), DeviceKind::device, current_device(),
-                      static_cast<std::int64_t>(bytes), kSourceDriver);
-  return r;
+template <typename Key>
+void note(const HookScope& scope, CUresult r, CudaAlloc call, const Key* key, std::size_t bytes) {
+  if (r == CUDA_SUCCESS && key != nullptr && scope.count)
+    route_note_alloc(call, as_key(*key), bytes, current_device, kSourceDriver);
 }
 
 CUresult mem_alloc(decltype(&cuMemAlloc_v2) real, CUdeviceptr* dptr, std::size_t bytes) {
-  return alloc_impl(real, dptr, bytes);
-}
-
-CUresult mem_alloc_pitch(decltype(&cuMemAllocPitch_v2) real, CUdeviceptr* dptr,
-                         std::size_t* pitch, std::size_t width, std::size_t height,
-                         unsigned element_bytes) {
   const HookScope scope;
-  const CUresult r = real(dptr, pitch, width, height, element_bytes);
-  if (r == CUDA_SUCCESS && dptr != nullptr && pitch != nullptr && scope.count)
-    device_note_alloc(as_key(*dptr), DeviceKind::device, current_device(),
-                      static_cast<std::int64_t>(*pitch * height), kSourceDriver);
+  const CUresult r = real(dptr, bytes);
+  note(scope, r, CudaAlloc::cu_mem_alloc, dptr, bytes);
   return r;
 }
 
-CUresult mem_alloc_managed(decltype(&cuMemAllocManaged) real, CUdeviceptr* dptr,
-                           std::size_t bytes, unsigned flags) {
+CUresult mem_alloc_pitch(decltype(&cuMemAllocPitch_v2) real, CUdeviceptr* dptr, std::size_t* pitch,
+                         std::size_t width, std::size_t height, unsigned element_bytes) {
+  const HookScope scope;
+  const CUresult r = real(dptr, pitch, width, height, element_bytes);
+  if (pitch != nullptr)
+    note(scope, r, CudaAlloc::cu_mem_alloc_pitch, dptr, route_pitched_bytes(*pitch, height));
+  return r;
+}
+
+CUresult mem_alloc_managed(decltype(&cuMemAllocManaged) real, CUdeviceptr* dptr, std::size_t bytes,
+                           unsigned flags) {
   const HookScope scope;
   const CUresult r = real(dptr, bytes, flags);
-  if (r == CUDA_SUCCESS && dptr != nullptr && scope.count)
-    device_note_alloc(as_key(*dptr), DeviceKind::managed, current_device(),
-                      static_cast<std::int64_t>(bytes), kSourceDriver);
+  note(scope, r, CudaAlloc::cu_mem_alloc_managed, dptr, bytes);
   return r;
 }
 
@@ -126,9 +128,7 @@ CUresult mem_free(decltype(&cuMemFree_v2) real, CUdeviceptr p) {
 CUresult mem_alloc_host(decltype(&cuMemAllocHost_v2) real, void** pp, std::size_t bytes) {
   const HookScope scope;
   const CUresult r = real(pp, bytes);
-  if (r == CUDA_SUCCESS && pp != nullptr && scope.count)
-    device_note_alloc(as_key(*pp), DeviceKind::pinned, 0, static_cast<std::int64_t>(bytes),
-                      kSourceDriver);
+  note(scope, r, CudaAlloc::cu_mem_alloc_host, pp, bytes);
   return r;
 }
 
@@ -136,9 +136,7 @@ CUresult mem_host_alloc(decltype(&cuMemHostAlloc) real, void** pp, std::size_t b
                         unsigned flags) {
   const HookScope scope;
   const CUresult r = real(pp, bytes, flags);
-  if (r == CUDA_SUCCESS && pp != nullptr && scope.count)
-    device_note_alloc(as_key(*pp), DeviceKind::pinned, 0, static_cast<std::int64_t>(bytes),
-                      kSourceDriver);
+  note(scope, r, CudaAlloc::cu_mem_host_alloc, pp, bytes);
   return r;
 }
 
@@ -180,17 +178,14 @@ CUresult mem_create(decltype(&cuMemCreate) real, CUmemGenericAllocationHandle* h
                     std::size_t bytes, const CUmemAllocationProp* prop, unsigned long long flags) {
   const HookScope scope;
   const CUresult r = real(handle, bytes, prop, flags);
-  if (r == CUDA_SUCCESS && handle != nullptr && prop != nullptr && scope.count) {
-    const bool on_device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-    device_vmm_create(*handle, on_device ? DeviceKind::device : DeviceKind::pinned,
-                      on_device ? prop->location.id : 0, static_cast<std::int64_t>(bytes),
-                      kSourceDriver);
-  }
+  if (r == CUDA_SUCCESS && handle != nullptr && prop != nullptr && scope.count)
+    route_note_vmm_create(*handle, *prop, bytes, kSourceDriver);
   return r;
 }
 
 CUresult mem_map(decltype(&cuMemMap) real, CUdeviceptr address, std::size_t bytes,
-                 std::size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags) {
+                 std::size_t offset, CUmemGenericAllocationHandle handle,
+                 unsigned long long flags) {
   const HookScope scope;
   const CUresult r = real(address, bytes, offset, handle, flags);
   if (r == CUDA_SUCCESS && scope.count)
@@ -217,8 +212,8 @@ CUresult mem_release(decltype(&cuMemRelease) real, CUmemGenericAllocationHandle 
 void remember_get_proc(GetProcV2 real) noexcept;
 void remember_get_proc(GetProcV1 real) noexcept;
 
-CUresult get_proc_v2(GetProcV2 real, const char* symbol, void** pfn, int version,
-                     cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
+CUresult get_proc_v2(GetProcV2 real, const char* symbol, void** pfn, int version, cuuint64_t flags,
+                     CUdriverProcAddressQueryResult* status) {
   device_note_cuda_seen();
   const CUresult r = real(symbol, pfn, version, flags, status);
   if (r == CUDA_SUCCESS && pfn != nullptr && *pfn != nullptr && symbol != nullptr) {
@@ -289,7 +284,9 @@ CUresult call_next(std::atomic<Fn>& slot, const char* name, Impl impl, Args... a
   return impl(fn, args...);
 }
 
-bool same(const char* a, const char* b) { return std::strcmp(a, b) == 0; }
+bool same(const char* a, const char* b) {
+  return std::strcmp(a, b) == 0;
+}
 
 }  // namespace
 
@@ -300,9 +297,8 @@ MEMWATCH_HOOK CUresult cuMemAlloc_v2(CUdeviceptr* dptr, std::size_t bytes) {
   return call_next(real, "cuMemAlloc_v2", mem_alloc, dptr, bytes);
 }
 
-MEMWATCH_HOOK CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, std::size_t* pitch,
-                                          std::size_t width, std::size_t height,
-                                          unsigned element_bytes) {
+MEMWATCH_HOOK CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, std::size_t* pitch, std::size_t width,
+                                          std::size_t height, unsigned element_bytes) {
   static std::atomic<MemAllocPitch::Fn> real{nullptr};
   return call_next(real, "cuMemAllocPitch_v2", mem_alloc_pitch, dptr, pitch, width, height,
                    element_bytes);
@@ -338,8 +334,7 @@ MEMWATCH_HOOK CUresult cuMemAllocAsync(CUdeviceptr* dptr, std::size_t bytes, CUs
   return call_next(real, "cuMemAllocAsync", mem_alloc_async, dptr, bytes, stream);
 }
 
-MEMWATCH_HOOK CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, std::size_t bytes,
-                                            CUstream stream) {
+MEMWATCH_HOOK CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, std::size_t bytes, CUstream stream) {
   static std::atomic<MemAllocAsync::Fn> real{nullptr};
   return call_next(real, "cuMemAllocAsync_ptsz", mem_alloc_async, dptr, bytes, stream);
 }
@@ -479,12 +474,17 @@ bool device_pci_bus_id(int device, char* out, int size) noexcept {
 }
 
 void device_note_cuda_seen() noexcept {
-  if (!g_cuda_seen.load(std::memory_order_relaxed)) g_cuda_seen.store(true, std::memory_order_relaxed);
+  if (!g_cuda_seen.load(std::memory_order_relaxed))
+    g_cuda_seen.store(true, std::memory_order_relaxed);
 }
 
-bool device_cuda_seen() noexcept { return g_cuda_seen.load(std::memory_order_relaxed); }
+bool device_cuda_seen() noexcept {
+  return g_cuda_seen.load(std::memory_order_relaxed);
+}
 
-bool device_hooks_count() noexcept { return !g_cupti_counting.load(std::memory_order_acquire); }
+bool device_hooks_count() noexcept {
+  return !g_cupti_counting.load(std::memory_order_acquire);
+}
 
 void device_set_cupti_counting(bool on) noexcept {
   g_cupti_counting.store(on, std::memory_order_release);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "device_hooks.hpp"
+#include "device_routes.hpp"
 
 using namespace memwatch::shim;
 
@@ -55,13 +56,13 @@ bool current_pool(int device, cudaMemPool_t& pool, std::int64_t& reserved) noexc
   return true;
 }
 
-std::uint64_t as_key(const void* p) { return reinterpret_cast<std::uint64_t>(p); }
+std::uint64_t as_key(const void* p) {
+  return reinterpret_cast<std::uint64_t>(p);
+}
 
-void note(const HookScope& scope, cudaError_t r, void* p, DeviceKind kind,
-          std::size_t bytes) {
+void note(const HookScope& scope, cudaError_t r, CudaAlloc call, void* p, std::size_t bytes) {
   if (r != cudaSuccess || !scope.count) return;
-  const int device = kind == DeviceKind::pinned ? 0 : current_device();
-  device_note_alloc(as_key(p), kind, device, static_cast<std::int64_t>(bytes), kSourceRuntime);
+  route_note_alloc(call, as_key(p), bytes, current_device, kSourceRuntime);
 }
 
 // ---- implementations ---------------------------------------------------------------------
@@ -69,7 +70,7 @@ void note(const HookScope& scope, cudaError_t r, void* p, DeviceKind kind,
 cudaError_t malloc_impl(decltype(&cudaMalloc) real, void** p, std::size_t bytes) {
   const HookScope scope;
   const cudaError_t r = real(p, bytes);
-  if (p != nullptr) note(scope, r, *p, DeviceKind::device, bytes);
+  if (p != nullptr) note(scope, r, CudaAlloc::cuda_malloc, *p, bytes);
   return r;
 }
 
@@ -77,7 +78,7 @@ cudaError_t malloc_managed(decltype(&cudaMallocManaged) real, void** p, std::siz
                            unsigned flags) {
   const HookScope scope;
   const cudaError_t r = real(p, bytes, flags);
-  if (p != nullptr) note(scope, r, *p, DeviceKind::managed, bytes);
+  if (p != nullptr) note(scope, r, CudaAlloc::cuda_malloc_managed, *p, bytes);
   return r;
 }
 
@@ -85,7 +86,8 @@ cudaError_t malloc_pitch(decltype(&cudaMallocPitch) real, void** p, std::size_t*
                          std::size_t width, std::size_t height) {
   const HookScope scope;
   const cudaError_t r = real(p, pitch, width, height);
-  if (p != nullptr && pitch != nullptr) note(scope, r, *p, DeviceKind::device, *pitch * height);
+  if (p != nullptr && pitch != nullptr)
+    note(scope, r, CudaAlloc::cuda_malloc_pitch, *p, route_pitched_bytes(*pitch, height));
   return r;
 }
 
@@ -93,22 +95,22 @@ cudaError_t malloc_3d(decltype(&cudaMalloc3D) real, cudaPitchedPtr* pitched, cud
   const HookScope scope;
   const cudaError_t r = real(pitched, extent);
   if (pitched != nullptr)
-    note(scope, r, pitched->ptr, DeviceKind::device, pitched->pitch * extent.height * extent.depth);
+    note(scope, r, CudaAlloc::cuda_malloc_3d, pitched->ptr,
+         route_pitched_bytes(pitched->pitch, extent.height, extent.depth));
   return r;
 }
 
 cudaError_t malloc_host(decltype(&cudaMallocHost) real, void** p, std::size_t bytes) {
   const HookScope scope;
   const cudaError_t r = real(p, bytes);
-  if (p != nullptr) note(scope, r, *p, DeviceKind::pinned, bytes);
+  if (p != nullptr) note(scope, r, CudaAlloc::cuda_malloc_host, *p, bytes);
   return r;
 }
 
-cudaError_t host_alloc(decltype(&cudaHostAlloc) real, void** p, std::size_t bytes,
-                       unsigned flags) {
+cudaError_t host_alloc(decltype(&cudaHostAlloc) real, void** p, std::size_t bytes, unsigned flags) {
   const HookScope scope;
   const cudaError_t r = real(p, bytes, flags);
-  if (p != nullptr) note(scope, r, *p, DeviceKind::pinned, bytes);
+  if (p != nullptr) note(scope, r, CudaAlloc::cuda_host_alloc, *p, bytes);
   return r;
 }
 
@@ -122,8 +124,12 @@ cudaError_t free_impl(Fn real, void* p, Args... rest) {
   return r;
 }
 
-cudaError_t free_device(decltype(&cudaFree) real, void* p) { return free_impl(real, p); }
-cudaError_t free_host(decltype(&cudaFreeHost) real, void* p) { return free_impl(real, p); }
+cudaError_t free_device(decltype(&cudaFree) real, void* p) {
+  return free_impl(real, p);
+}
+cudaError_t free_host(decltype(&cudaFreeHost) real, void* p) {
+  return free_impl(real, p);
+}
 
 cudaError_t malloc_async(decltype(&cudaMallocAsync) real, void** p, std::size_t bytes,
                          cudaStream_t stream) {
@@ -159,9 +165,8 @@ cudaError_t free_async(decltype(&cudaFreeAsync) real, void* p, cudaStream_t stre
 // the status argument), so the current version of each driver function comes back.
 constexpr int kLatestDriverVersion = 1000000;
 
-cudaError_t entry_point(decltype(&cudaGetDriverEntryPoint) real, const char* symbol,
-                        void** fn, unsigned long long flags,
-                        cudaDriverEntryPointQueryResult* status) {
+cudaError_t entry_point(decltype(&cudaGetDriverEntryPoint) real, const char* symbol, void** fn,
+                        unsigned long long flags, cudaDriverEntryPointQueryResult* status) {
   device_note_cuda_seen();
   const cudaError_t r = real(symbol, fn, flags, status);
   if (r == cudaSuccess && symbol != nullptr && fn != nullptr && *fn != nullptr)
