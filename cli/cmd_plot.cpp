@@ -74,93 +74,116 @@ void run_gnuplot(const std::string& program) {
     throw std::runtime_error("gnuplot failed to draw the plot");
 }
 
+struct PlotRequest {
+  std::string workload, x, by, target, out;
+  double capacity = 0;  // bytes; 0: no capacity line
+};
+
+// The runs drawn: those at the usual value of every parameter but x and by, grouped by `by`.
+struct Slice {
+  json runs;                           // the workload's finished runs that have x
+  std::map<std::string, double> held;  // the other parameters, at their usual values
+  std::set<double> groups;             // the values of `by` (one group, 0, without it)
+  double x_min = INFINITY, x_max = 0;
+
+  bool in_group(const json& run, const std::string& by, double group) const {
+    if (!by.empty() && run["params"].value(by, 0.0) != group) return false;
+    for (const auto& [name, v] : held)
+      if (!run["params"].contains(name) || run["params"][name].get<double>() != v) return false;
+    return true;
+  }
+};
+
+Slice slice_of(json runs, const PlotRequest& request) {
+  Slice s;
+  s.runs = std::move(runs);
+  for (const auto& [name, v] : s.runs[0]["params"].items())
+    if (name != request.x && name != request.by) s.held[name] = usual_value(s.runs, name);
+  for (const auto& r : s.runs) {
+    if (!s.in_group(r, "", 0)) continue;
+    s.groups.insert(request.by.empty() ? 0 : r["params"].value(request.by, 0.0));
+    s.x_min = std::min(s.x_min, r["params"][request.x].get<double>());
+    s.x_max = std::max(s.x_max, r["params"][request.x].get<double>());
+  }
+  return s;
+}
+
+// One group's data blocks (measured points; the model and its bound along x) and its plot
+// clauses.
+void draw_group(const DaemonQuery& daemon, const PlotRequest& request, const Slice& slice,
+                double group, int block, std::string& data, std::string& plots) {
+  const std::string name = request.by.empty() ? "measured" : label(request.by, group);
+  const std::string b = std::to_string(block);
+  data += "$points" + b + " << EOD\n";
+  for (const auto& r : slice.runs)
+    if (slice.in_group(r, request.by, group))
+      data += std::to_string(r["params"][request.x].get<double>()) + " " +
+              std::to_string(r[request.target].get<double>() / 1048576.0) + "\n";
+  data += "EOD\n$curve" + b + " << EOD\n";
+  const double x_hi = slice.x_max * 1.25;  // a little past the data: where the bound widens
+  for (int i = 0; i <= kCurvePoints; ++i) {
+    const double xv = slice.x_min + (x_hi - slice.x_min) * i / kCurvePoints;
+    json params = slice.held;
+    params[request.x] = xv;
+    if (!request.by.empty()) params[request.by] = group;
+    const json p = ask_daemon(daemon, {{"op", "predict"},
+                                       {"workload", request.workload},
+                                       {"target", request.target},
+                                       {"params", params}});
+    data += std::to_string(xv) + " " + std::to_string(p["peak_bytes"].get<double>() / 1048576.0) +
+            " " + std::to_string(p["upper_bytes"].get<double>() / 1048576.0) + "\n";
+  }
+  data += "EOD\n";
+  const std::string color = "lc " + std::to_string(block + 1);
+  plots += (plots.empty() ? "" : ", ") + std::string("$curve") + b +
+           " using 1:2:3 with filledcurves fs transparent solid 0.15 " + color +
+           " notitle, $curve" + b + " using 1:2 with lines lw 2 " + color + " title '" + name +
+           " model', $points" + b + " using 1:2 with points pt 7 ps 1.2 " + color + " title '" +
+           name + " measured'";
+}
+
+std::string gnuplot_program(const PlotRequest& request, const Slice& slice, const std::string& data,
+                            std::string plots) {
+  if (request.capacity > 0)
+    plots += ", " + std::to_string(request.capacity / 1048576.0) +
+             " with lines dt 2 lw 2 lc rgb 'red' title 'capacity'";
+  std::string held_text;
+  for (const auto& [n, v] : slice.held) held_text += (held_text.empty() ? "" : ", ") + label(n, v);
+  std::string program =
+      "set terminal " + terminal_for(request.out) + "\nset output '" + request.out + "'\n" + data;
+  program += "set title \"" + request.workload + ": measured " + request.target +
+             " and the model's upper band" + (held_text.empty() ? "" : " (" + held_text + ")") +
+             "\"\n";
+  program +=
+      "set xlabel '" + request.x + "'\nset ylabel 'peak (MiB)'\nset key top left\nset grid\n";
+  return program + "plot " + plots + "\n";
+}
+
 }  // namespace
 
 int cmd_plot(std::span<char* const> argv) {
   const Args args(argv, {"workload", "x", "by", "target", "capacity", "out", "query", "curve-keys"},
                   {});
-  const std::string workload = args.required("workload");
-  const std::string x = args.required("x");
-  const std::string out = args.required("out");
-  const std::string by = args.value("by").value_or("");
-  const std::string target = args.value("target").value_or("host_peak_bytes");
-  const std::string terminal = terminal_for(out);
-  double capacity = 0;
-  if (auto c = args.value("capacity")) {
-    capacity = parse_number(*c, "--capacity (bytes)");
-  }
+  PlotRequest request{args.required("workload"), args.required("x"), args.value("by").value_or(""),
+                      args.value("target").value_or("host_peak_bytes"), args.required("out")};
+  terminal_for(request.out);  // a bad --out is said before asking the daemon
+  if (auto c = args.value("capacity")) request.capacity = parse_number(*c, "--capacity (bytes)");
   const DaemonQuery daemon = daemon_query(args);
 
-  const json runs_all = ask_daemon(daemon, {{"op", "runs"}, {"workload", workload}})["runs"];
+  const json answer = ask_daemon(daemon, {{"op", "runs"}, {"workload", request.workload}});
   json runs = json::array();
-  for (const auto& r : runs_all)
-    if (r["status"] == "finished" && r["params"].contains(x)) runs.push_back(r);
-  if (runs.empty()) throw std::runtime_error("no finished run of '" + workload + "' has " + x);
-
-  // Held parameters: every one but x and by, at its usual value.
-  std::map<std::string, double> held;
-  for (const auto& [name, v] : runs[0]["params"].items())
-    if (name != x && name != by) held[name] = usual_value(runs, name);
-  std::set<double> groups;
-  double x_min = INFINITY, x_max = 0;
-  for (const auto& r : runs) {
-    bool matches = true;
-    for (const auto& [name, v] : held)
-      if (!r["params"].contains(name) || r["params"][name].get<double>() != v) matches = false;
-    if (!matches) continue;
-    groups.insert(by.empty() ? 0 : r["params"].value(by, 0.0));
-    x_min = std::min(x_min, r["params"][x].get<double>());
-    x_max = std::max(x_max, r["params"][x].get<double>());
-  }
+  for (const auto& r : answer["runs"])
+    if (r["status"] == "finished" && r["params"].contains(request.x)) runs.push_back(r);
+  if (runs.empty())
+    throw std::runtime_error("no finished run of '" + request.workload + "' has " + request.x);
+  const Slice slice = slice_of(std::move(runs), request);
 
   std::string data, plots;
   int block = 0;
-  const double x_hi = x_max * 1.25;  // a little past the data: where the bound widens
-  for (double g : groups) {
-    const std::string name = by.empty() ? "measured" : label(by, g);
-    data += "$points" + std::to_string(block) + " << EOD\n";
-    for (const auto& r : runs) {
-      bool matches = !by.empty() ? r["params"].value(by, 0.0) == g : true;
-      for (const auto& [n, v] : held) matches = matches && r["params"][n].get<double>() == v;
-      if (matches)
-        data += std::to_string(r["params"][x].get<double>()) + " " +
-                std::to_string(r[target].get<double>() / 1048576.0) + "\n";
-    }
-    data += "EOD\n$curve" + std::to_string(block) + " << EOD\n";
-    for (int i = 0; i <= kCurvePoints; ++i) {
-      const double xv = x_min + (x_hi - x_min) * i / kCurvePoints;
-      json params = held;
-      params[x] = xv;
-      if (!by.empty()) params[by] = g;
-      const json p = ask_daemon(
-          daemon,
-          {{"op", "predict"}, {"workload", workload}, {"target", target}, {"params", params}});
-      data += std::to_string(xv) + " " + std::to_string(p["peak_bytes"].get<double>() / 1048576.0) +
-              " " + std::to_string(p["upper_bytes"].get<double>() / 1048576.0) + "\n";
-    }
-    data += "EOD\n";
-    const std::string b = std::to_string(block);
-    const std::string color = "lc " + std::to_string(block + 1);
-    plots += (plots.empty() ? "" : ", ") + std::string("$curve") + b +
-             " using 1:2:3 with filledcurves fs transparent solid 0.15 " + color +
-             " notitle, $curve" + b + " using 1:2 with lines lw 2 " + color + " title '" + name +
-             " model', $points" + b + " using 1:2 with points pt 7 ps 1.2 " + color +
-             " title '" + name + " measured'";
-    ++block;
-  }
-  if (capacity > 0)
-    plots += ", " + std::to_string(capacity / 1048576.0) +
-             " with lines dt 2 lw 2 lc rgb 'red' title 'capacity'";
-  std::string held_text;
-  for (const auto& [n, v] : held) held_text += (held_text.empty() ? "" : ", ") + label(n, v);
-
-  std::string program = "set terminal " + terminal + "\nset output '" + out + "'\n" + data;
-  program += "set title \"" + workload + ": measured " + target + " and the model's upper band" +
-             (held_text.empty() ? "" : " (" + held_text + ")") + "\"\n";
-  program += "set xlabel '" + x + "'\nset ylabel 'peak (MiB)'\nset key top left\nset grid\n";
-  program += "plot " + plots + "\n";
-  run_gnuplot(program);
-  std::printf("memwatch plot: wrote %s (%zu runs, %d curve(s))\n", out.c_str(), runs.size(), block);
+  for (double group : slice.groups) draw_group(daemon, request, slice, group, block++, data, plots);
+  run_gnuplot(gnuplot_program(request, slice, data, plots));
+  std::printf("memwatch plot: wrote %s (%zu runs, %d curve(s))\n", request.out.c_str(),
+              slice.runs.size(), block);
   return 0;
 }
 

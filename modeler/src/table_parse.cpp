@@ -82,50 +82,60 @@ const std::vector<std::string>& measurement_columns() {
   return columns;
 }
 
-Dataset parse_csv(std::string_view text, const TableOptions& options) {
-  const auto lines = content_lines(text);
-  if (lines.empty()) throw ParseError(1, "empty file: expected a header line");
-  const std::size_t header_line = lines.front().number;
-  std::vector<std::string> header;
-  for (auto f : split_fields(lines.front().text)) {
-    if (f.empty()) throw ParseError(header_line, "empty column name in header");
-    if (contains(header, f))
-      throw ParseError(header_line, "duplicate column '" + std::string(f) + "'");
-    header.emplace_back(f);
-  }
-  auto column = [&](const std::string& name) {
-    auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end()) throw ParseError(header_line, "no column '" + name + "' in the header");
-    return static_cast<std::size_t>(it - header.begin());
-  };
+namespace {
 
-  Dataset d;
-  d.target = options.target;
-  if (d.target.empty())
-    d.target = contains(header, "host_peak_bytes") ? "host_peak_bytes" : header.back();
-  const std::size_t target_col = column(d.target);
-  std::vector<std::string> param_names = options.params;
-  if (param_names.empty())
-    for (const auto& h : header)
-      if (h != d.target && !contains(measurement_columns(), h)) param_names.push_back(h);
-  if (param_names.empty()) throw ParseError(header_line, "no parameter columns besides the target");
-  std::vector<std::size_t> param_cols;
-  for (const auto& p : param_names) {
-    if (p == d.target)
-      throw ParseError(header_line, "column '" + p + "' is both parameter and target");
-    param_cols.push_back(column(p));
-  }
-  const bool has_exit = contains(header, "exit_status");
-  const std::size_t exit_col = has_exit ? column("exit_status") : 0;
+struct CsvHeader {
+  std::size_t line;
+  std::vector<std::string> names;
 
-  // First pass: split rows, check their width, drop failed runs.
-  std::vector<std::pair<std::size_t, std::vector<std::string_view>>> rows;
+  std::size_t column(const std::string& name) const {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) throw ParseError(line, "no column '" + name + "' in the header");
+    return static_cast<std::size_t>(it - names.begin());
+  }
+};
+
+CsvHeader read_header(const Line& first) {
+  CsvHeader header{first.number, {}};
+  for (auto f : split_fields(first.text)) {
+    if (f.empty()) throw ParseError(header.line, "empty column name in header");
+    if (contains(header.names, f))
+      throw ParseError(header.line, "duplicate column '" + std::string(f) + "'");
+    header.names.emplace_back(f);
+  }
+  return header;
+}
+
+// The parameters: those asked for, else every column that is neither the target nor a
+// measurement.
+std::vector<std::string> parameter_names(const CsvHeader& header, const std::string& target,
+                                         const TableOptions& options) {
+  std::vector<std::string> names = options.params;
+  if (names.empty())
+    for (const auto& h : header.names)
+      if (h != target && !contains(measurement_columns(), h)) names.push_back(h);
+  if (names.empty()) throw ParseError(header.line, "no parameter columns besides the target");
+  for (const auto& p : names)
+    if (p == target)
+      throw ParseError(header.line, "column '" + p + "' is both parameter and target");
+  return names;
+}
+
+using CsvRow = std::pair<std::size_t, std::vector<std::string_view>>;  // line, fields
+
+// The rows of runs that ended well: each checked for its width; a run whose exit_status is not
+// 0 is left out with a note.
+std::vector<CsvRow> finished_rows(const std::vector<Line>& lines, const CsvHeader& header,
+                                  Dataset& d) {
+  const bool has_exit = contains(header.names, "exit_status");
+  const std::size_t exit_col = has_exit ? header.column("exit_status") : 0;
+  std::vector<CsvRow> rows;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     auto fields = split_fields(lines[i].text);
-    if (fields.size() != header.size())
+    if (fields.size() != header.names.size())
       throw ParseError(lines[i].number, "ragged row: " + std::to_string(fields.size()) +
                                             " fields, the header has " +
-                                            std::to_string(header.size()));
+                                            std::to_string(header.names.size()));
     if (has_exit) {
       auto status = to_number(fields[exit_col]);
       if (!status)
@@ -139,26 +149,50 @@ Dataset parse_csv(std::string_view text, const TableOptions& options) {
     }
     rows.emplace_back(lines[i].number, std::move(fields));
   }
+  return rows;
+}
 
-  // A parameter column is categorical when none of its values is a number.
-  std::vector<bool> categorical(param_cols.size(), false);
+// A parameter column is categorical when none of its values is a number; a column mixing
+// numbers and words is an error at its first word.
+bool is_categorical(const std::vector<CsvRow>& rows, std::size_t col, const std::string& name) {
+  std::optional<std::size_t> first_word;
+  bool any_number = false;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (to_number(rows[r].second[col]))
+      any_number = true;
+    else if (!first_word)
+      first_word = r;
+  }
+  if (first_word && any_number) {
+    const auto& [line, fields] = rows[*first_word];
+    const std::string_view v = fields[col];
+    throw ParseError(line, v.empty()
+                               ? "empty value in column '" + name + "'"
+                               : "non-number '" + std::string(v) + "' in column '" + name + "'");
+  }
+  return first_word.has_value();
+}
+
+}  // namespace
+
+Dataset parse_csv(std::string_view text, const TableOptions& options) {
+  const auto lines = content_lines(text);
+  if (lines.empty()) throw ParseError(1, "empty file: expected a header line");
+  const CsvHeader header = read_header(lines.front());
+
+  Dataset d;
+  d.target = options.target;
+  if (d.target.empty())
+    d.target = contains(header.names, "host_peak_bytes") ? "host_peak_bytes" : header.names.back();
+  const std::size_t target_col = header.column(d.target);
+  const std::vector<std::string> param_names = parameter_names(header, d.target, options);
+  std::vector<std::size_t> param_cols;
+  for (const auto& p : param_names) param_cols.push_back(header.column(p));
+
+  const std::vector<CsvRow> rows = finished_rows(lines, header, d);
+  std::vector<bool> categorical;
   for (std::size_t p = 0; p < param_cols.size(); ++p) {
-    std::optional<std::size_t> first_word;
-    bool any_number = false;
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-      if (to_number(rows[r].second[param_cols[p]]))
-        any_number = true;
-      else if (!first_word)
-        first_word = r;
-    }
-    if (first_word && any_number) {
-      const auto& [line, fields] = rows[*first_word];
-      const std::string_view v = fields[param_cols[p]];
-      throw ParseError(line, v.empty() ? "empty value in column '" + param_names[p] + "'"
-                                       : "non-number '" + std::string(v) + "' in column '" +
-                                             param_names[p] + "'");
-    }
-    categorical[p] = first_word.has_value();
+    categorical.push_back(is_categorical(rows, param_cols[p], param_names[p]));
     (categorical[p] ? d.categories : d.params).push_back(param_names[p]);
   }
 
