@@ -6,6 +6,7 @@
 
 #include "memwatch/protocol/endpoints.hpp"
 #include "memwatch/protocol/shim_options.hpp"
+#include "program_name.hpp"
 
 namespace memwatch::shim {
 
@@ -69,11 +70,6 @@ std::string set_param(Config& config, std::string_view name, double value) {
   return {};
 }
 
-std::string_view basename_of(const char* path) {
-  std::string_view p = path;
-  const std::size_t slash = p.rfind('/');
-  return slash == std::string_view::npos ? p : p.substr(slash + 1);
-}
 
 }  // namespace
 
@@ -323,8 +319,8 @@ void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn
   }
   if (config.endpoint[0] == '\0')
     copy_text(config.endpoint, sizeof config.endpoint, protocol::default_ingest_endpoint());
-  if (config.workload[0] == '\0' && argc > 0 && argv && argv[0])
-    copy_text(config.workload, sizeof config.workload, basename_of(argv[0]));
+  if (config.workload[0] == '\0')
+    copy_text(config.workload, sizeof config.workload, program_name(argc, argv));
 }
 
 }  // namespace memwatch::shim

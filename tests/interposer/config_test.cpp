@@ -18,7 +18,9 @@ const char* fake_env(const char* name) {
   auto it = g_env.find(name);
   return it == g_env.end() ? nullptr : it->second.c_str();
 }
-void collect(const std::string& message) { g_warnings.push_back(message); }
+void collect(const std::string& message) {
+  g_warnings.push_back(message);
+}
 
 Config load(std::map<std::string, std::string> env, std::vector<std::string> args = {"/bin/prog"}) {
   g_env = std::move(env);
@@ -92,9 +94,9 @@ TEST(Config, ArgvParamsTakeBothFlagForms) {
 }
 
 TEST(Config, ExplicitParamsOverrideArgvParams) {
-  const Config c = load({{"MEMWATCH_ARGV_PARAMS", "--batch-size:batch"},
-                         {"MEMWATCH_PARAMS", "batch=2"}},
-                        {"/opt/train", "--batch-size", "8"});
+  const Config c =
+      load({{"MEMWATCH_ARGV_PARAMS", "--batch-size:batch"}, {"MEMWATCH_PARAMS", "batch=2"}},
+           {"/opt/train", "--batch-size", "8"});
   EXPECT_EQ(param(c, "batch"), 2);
 }
 
@@ -160,6 +162,27 @@ TEST(Config, TooManyParametersIsAnError) {
   const Config c = load({{"MEMWATCH_PARAMS", many}});
   ASSERT_EQ(g_warnings.size(), 1u);
   EXPECT_EQ(c.param_count, 0);
+}
+
+// A workload run by an interpreter is named by what it runs, not by the interpreter.
+TEST(Config, AnInterpretersWorkloadIsTheScriptOrModuleItRuns) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"/usr/bin/python3", "train.py", "--batch-size", "2"}, "train"},
+      {{"python3.11", "-u", "-W", "ignore", "/opt/unet/train_3d.py"}, "train_3d"},
+      {{"python3", "-m", "pytorch3dunet.train", "--config", "c.yml"}, "pytorch3dunet.train"},
+      {{"python3", "-mtorch.distributed.run", "train.py"}, "torch.distributed.run"},
+      {{"python3", "-c", "import torch"}, "python3"},
+      {{"python3"}, "python3"},
+      {{"/bin/bash", "-x", "scripts/run job.sh"}, "run_job"},
+      {{"sh", "-c", "exec ./train"}, "sh"},
+      {{"/usr/local/bin/unet3d-train", "--dim", "64"}, "unet3d-train"},
+      {{"./python-tool", "x.py"}, "python-tool"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Config c = load({}, args);
+    EXPECT_STREQ(c.workload, expected.c_str())
+        << args[0] << " " << (args.size() > 1 ? args[1] : "");
+  }
 }
 
 }  // namespace

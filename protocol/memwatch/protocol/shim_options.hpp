@@ -49,7 +49,9 @@ inline constexpr std::array kShimOptions{
                    "no daemon link",
                    "plain"},
     ShimOptionInfo{ShimOption::workload, "MEMWATCH_WORKLOAD", "",
-                   "workload name: letters, digits, `_`, `-`, `.`", "basename of argv[0]"},
+                   "workload name: letters, digits, `_`, `-`, `.`",
+                   "the program's name; for an interpreter, the script or module it runs "
+                   "(`python3 train.py`: `train`; `python3 -m pkg.train`: `pkg.train`)"},
     ShimOptionInfo{ShimOption::argv_params, "MEMWATCH_ARGV_PARAMS", "=--batch-size:batch,--dim:dim",
                    "take parameters from the program's own flags (`--flag v` and `--flag=v`); "
                    "`MEMWATCH_PARAMS` wins",
