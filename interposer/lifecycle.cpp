@@ -117,8 +117,9 @@ void finish(ExitCause cause, int detail) noexcept {
     for (int i = 0; i < kMaxDevices; ++i) facts.device_capacity_bytes[i] = device_capacity(i);
     static char buffer[64 * 1024];
     const std::string_view json = report_format(facts, buffer, sizeof buffer);
-    if (json.empty() || !report_write(g_config.report_path, g_pid, json))
-      log_line("cannot write the report to %s", g_config.report_path);
+    const char* why = json.empty() ? "it does not fit its buffer"
+                                   : report_write(g_config.report_path, g_pid, json);
+    if (why != nullptr) log_line("cannot write the report to %s: %s", g_config.report_path, why);
   }
   if (cause != ExitCause::signal) {
     // Clean ends mark the block and remove the segment; after a fatal signal it stays for the

@@ -107,12 +107,12 @@ TEST(Report, WrittenAtomicallyWithThePidExpanded) {
   char dir[] = "/tmp/memwatch-report-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string templ = std::string(dir) + "/run.%p.json";
-  ASSERT_TRUE(report_write(templ.c_str(), 1234, "{\"ok\":1}\n"));
+  ASSERT_EQ(report_write(templ.c_str(), 1234, "{\"ok\":1}\n"), nullptr);
   std::ifstream in(std::string(dir) + "/run.1234.json");
   std::stringstream s;
   s << in.rdbuf();
   EXPECT_EQ(s.str(), "{\"ok\":1}\n");
-  EXPECT_FALSE(report_write("/nonexistent-dir/x.json", 1, "{}"));
+  EXPECT_NE(report_write("/nonexistent-dir/x.json", 1, "{}"), nullptr);
   std::remove((std::string(dir) + "/run.1234.json").c_str());
   rmdir(dir);
 }
