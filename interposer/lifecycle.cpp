@@ -2,6 +2,7 @@
 // fork, fatal signals, _exit, and the report at the end. Nothing here runs on the hooks' path.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +16,8 @@
 #include "device_count.hpp"
 #include "hooks.hpp"
 #include "log.hpp"
+#include "memwatch/protocol/endpoints.hpp"
+#include "memwatch/protocol/private_dir.hpp"
 #include "proc_stats.hpp"
 #include "report.hpp"
 #include "reporter.hpp"
@@ -189,6 +192,29 @@ bool curve_keys_for_link(const memwatch::protocol::CurveClientKeys*& keys) {
   return g_curve_state != CurveState::unusable;
 }
 
+// The default folder of the daemon's sockets is trusted only when it is this user's and
+// private (docs/security.md): whoever owns a squatted one could put their own socket there and
+// answer every verdict. Decided once, at start; forked children inherit it silently.
+enum class FolderState { unread, trusted, refused };
+FolderState g_folder_state = FolderState::unread;
+
+bool endpoint_folder_trusted() {
+  if (g_folder_state == FolderState::unread) {
+    g_folder_state = FolderState::trusted;
+    const std::string folder = memwatch::protocol::ipc_folder(g_config.endpoint);
+    struct stat st {};
+    // No folder, no daemon: nothing is trusted by connecting nowhere.
+    if (folder == memwatch::protocol::default_runtime_dir() && lstat(folder.c_str(), &st) == 0) {
+      const std::string problem = memwatch::protocol::private_dir_problem(folder, st);
+      if (!problem.empty()) {
+        g_folder_state = FolderState::refused;
+        log_line("%s; not reporting to memwatchd", problem.c_str());
+      }
+    }
+  }
+  return g_folder_state == FolderState::trusted;
+}
+
 void start_reporter() {
   ReporterOptions options;
   options.host_capacity_bytes = g_host_capacity;
@@ -196,7 +222,8 @@ void start_reporter() {
   options.watch = g_config.watch;
   g_link = nullptr;
   const memwatch::protocol::CurveClientKeys* keys = nullptr;
-  if (DaemonLink::daemon_may_listen(g_config.endpoint) && curve_keys_for_link(keys)) {
+  if (endpoint_folder_trusted() && DaemonLink::daemon_may_listen(g_config.endpoint) &&
+      curve_keys_for_link(keys)) {
     g_link = new (g_link_storage)
         DaemonLink({&g_config, g_host_capacity, proc_unix_s(), g_start_monotonic, keys});
   }
