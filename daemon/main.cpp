@@ -1,5 +1,6 @@
 // memwatchd: stores every run the shims report, answers queries, recovers killed runs.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
   }
   int ready_fd = -1;
   if (!options->foreground && (ready_fd = detach()) < 0) {
+  // Every file memwatchd makes (sockets, the store) is its user's alone: in a shared sticky
+  // folder nobody else may connect to its sockets or read its store.
+  umask(077);
     std::fprintf(stderr, "memwatchd: cannot detach\n");
     return 1;
   }
