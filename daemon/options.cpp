@@ -43,7 +43,7 @@ std::string make_missing_dirs(const fs::path& dir) {
 // Why memwatchd must not put its files in `dir`, an existing folder the operator named ("" when
 // it may). It is never changed: a folder of this user's or root's that no one else may write
 // in, or a sticky one like /tmp, where others cannot remove or rename what memwatchd creates
-// there (its files are 0600: see the umask in main.cpp).
+// there (its files are its user's alone: see the umask in main.cpp).
 std::string existing_dir_problem(const fs::path& dir, const struct stat& st) {
   const std::string owner =
       "owned by uid " + std::to_string(st.st_uid) + " with mode " + protocol::mode_text(st.st_mode);
@@ -212,7 +212,7 @@ std::string options_help() {
          "                          (0: never); default 30\n"
          "A missing folder is created (the last one 0700) and an existing one never changed: the\n"
          "default folder must be this user's with mode 0700, a named one this user's or root's and\n"
-         "writable by no one else unless sticky (like /tmp); files are created 0600 (see\n"
+         "writable by no one else unless sticky (like /tmp); files are made with umask 077 (see\n"
          "docs/security.md). tcp://:PORT binds to 127.0.0.1 only; to take runs from other nodes,\n"
          "bind tcp://0.0.0.0:PORT with --curve-keys.\n";
 }
