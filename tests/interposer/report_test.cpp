@@ -41,6 +41,14 @@ TEST(JsonBuffer, StringsAreEscaped) {
   EXPECT_EQ(json::parse(j.view()).get<std::string>(), "a\"b\\c\n\x01");
 }
 
+TEST(JsonBuffer, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  char buf[64];
+  JsonBuffer j(buf, sizeof buf);
+  j.string("caf\xc3\xa9 \xff\xc3 \xed\xa0\x80 \xf0\x9f\x98\x80");
+  EXPECT_EQ(json::parse(j.view()).get<std::string>(),
+            "caf\xc3\xa9 \uFFFD\uFFFD \uFFFD\uFFFD\uFFFD \xf0\x9f\x98\x80");
+}
+
 TEST(JsonBuffer, OverflowIsReported) {
   char buf[8];
   JsonBuffer j(buf, sizeof buf);
