@@ -67,6 +67,30 @@ void expand_pid(const char* path_template, int pid, char* out) {
   out[n] = '\0';
 }
 
+// The length of the folder part of `path`, its last '/' included (0: the current folder).
+std::size_t folder_length(const char* path) {
+  std::size_t length = 0;
+  for (std::size_t i = 0; path[i] != '\0'; ++i)
+    if (path[i] == '/') length = i + 1;
+  return length;
+}
+
+// The kernel's protected_symlinks rule, applied here too since the links are read by hand: in a
+// sticky folder others may write in (/tmp), only a link of this user's or of the folder's owner
+// is followed, so that another user's planted link cannot aim root's report at /etc/passwd.
+bool may_follow(const char* link_path, const struct stat& link) {
+  char folder[kPathCapacity];
+  const std::size_t length = folder_length(link_path);
+  std::size_t n = 0;
+  for (; n < length; ++n) folder[n] = link_path[n];
+  if (n == 0) folder[n++] = '.';
+  folder[n] = '\0';
+  struct stat dir {};
+  if (stat(folder, &dir) != 0) return false;
+  const bool shared_sticky = (dir.st_mode & S_ISVTX) != 0 && (dir.st_mode & S_IWOTH) != 0;
+  return !shared_sticky || link.st_uid == geteuid() || link.st_uid == dir.st_uid;
+}
+
 // Resolves symbolic links at `path` in place, so that the report lands on what the link names
 // rather than replacing the link; `st` is then the lstat of the end (st_mode 0: no file there
 // yet). The target itself is then written as any path is, atomically when it is a regular file.
@@ -78,16 +102,13 @@ const char* follow_links(char* path, struct stat& st) {
     }
     if (!S_ISLNK(st.st_mode)) return nullptr;
     if (hops == kMaxLinks) return "too many symbolic links";
+    if (!may_follow(path, st)) return "it is another user's symbolic link in a shared folder";
     char target[kPathCapacity];
     const ssize_t len = readlink(path, target, sizeof target - 1);
     if (len <= 0) return "its symbolic link cannot be read";
     target[len] = '\0';
     // A relative target is relative to the link's own folder.
-    std::size_t keep = 0;
-    if (target[0] != '/') {
-      for (std::size_t i = 0; path[i] != '\0'; ++i)
-        if (path[i] == '/') keep = i + 1;
-    }
+    const std::size_t keep = target[0] == '/' ? 0 : folder_length(path);
     const std::size_t n = append_text(path, keep, kPathCapacity, target);
     if (n + 1 >= kPathCapacity) return "its symbolic link names too long a path";
     path[n] = '\0';

@@ -3,6 +3,7 @@
 // anything else is refused. Nothing that is not a report is ever replaced.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -77,6 +78,24 @@ TEST_F(ReportTarget, ASymbolicLinkIsFollowedAndStaysALink) {
   ASSERT_EQ(report_write(file("link").c_str(), 2, "{}\n"), nullptr);
   EXPECT_TRUE(S_ISLNK(lstat_of(file("link")).st_mode));
   EXPECT_EQ(contents(file("real/r.json")), "{}\n");
+}
+
+TEST_F(ReportTarget, AnotherUsersLinkInASharedStickyFolderIsNotFollowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "a link of another user's needs root to make";
+  const passwd* nobody = getpwnam("nobody");
+  if (nobody == nullptr) GTEST_SKIP() << "needs the user nobody";
+  const std::string shared = file("tmp");
+  ASSERT_EQ(mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(shared.c_str(), 01777), 0);
+  { std::ofstream(file("passwd")) << "root:x:0:0"; }
+  std::filesystem::create_symlink(file("passwd"), shared + "/planted");
+  ASSERT_EQ(lchown((shared + "/planted").c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+  EXPECT_NE(report_write((shared + "/planted").c_str(), 1, kReport), nullptr);
+  EXPECT_EQ(contents(file("passwd")), "root:x:0:0");
+  // A link of this user's own in the same folder is followed.
+  std::filesystem::create_symlink(file("mine.json"), shared + "/mine");
+  EXPECT_EQ(report_write((shared + "/mine").c_str(), 1, kReport), nullptr);
+  EXPECT_EQ(contents(file("mine.json")), kReport);
 }
 
 TEST_F(ReportTarget, ALinkToADeviceWritesTheDevice) {
