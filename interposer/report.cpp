@@ -78,15 +78,16 @@ std::size_t folder_length(const char* path) {
 // The kernel's protected_symlinks rule, applied here too since the links are read by hand: in a
 // sticky folder others may write in (/tmp), only a link of this user's or of the folder's owner
 // is followed, so that another user's planted link cannot aim root's report at /etc/passwd.
-bool may_follow(const char* link_path, const struct stat& link) {
-  char folder[kPathCapacity];
+bool may_follow(char* link_path, const struct stat& link) {
+  // The folder is named by cutting the path short for a moment: no second path on the stack,
+  // which may be a signal's small alternate stack.
   const std::size_t length = folder_length(link_path);
-  std::size_t n = 0;
-  for (; n < length; ++n) folder[n] = link_path[n];
-  if (n == 0) folder[n++] = '.';
-  folder[n] = '\0';
+  const char kept = link_path[length];
+  link_path[length] = '\0';
   struct stat dir {};
-  if (stat(folder, &dir) != 0) return false;
+  const bool found = stat(length == 0 ? "." : link_path, &dir) == 0;
+  link_path[length] = kept;
+  if (!found) return false;
   const bool shared_sticky = (dir.st_mode & S_ISVTX) != 0 && (dir.st_mode & S_IWOTH) != 0;
   return !shared_sticky || link.st_uid == geteuid() || link.st_uid == dir.st_uid;
 }
