@@ -7,6 +7,7 @@
 
 #include "memwatch/protocol/curve_keys.hpp"
 #include "memwatch/protocol/endpoints.hpp"
+#include "memwatch/protocol/private_dir.hpp"
 
 namespace memwatch::cli {
 
@@ -43,6 +44,12 @@ nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& reque
   const std::string& endpoint = daemon.endpoint;
   std::string no_daemon = "no memwatchd answered at " + endpoint +
                           " (start it with `memwatchd`, or name it with --query)";
+  // A default folder someone else could have made holds whatever socket they put there.
+  const std::string folder = protocol::ipc_folder(endpoint);
+  if (folder == protocol::default_runtime_dir() && std::filesystem::exists(folder)) {
+    const std::string problem = protocol::private_dir_problem(folder);
+    if (!problem.empty()) throw std::runtime_error(problem + "; not asking the daemon there");
+  }
   // An ipc endpoint without its socket file has no daemon: say so at once, not after waiting.
   if (endpoint.starts_with("ipc://") && !std::filesystem::exists(endpoint.substr(6)))
     throw std::runtime_error(no_daemon);

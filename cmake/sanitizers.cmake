@@ -6,3 +6,10 @@ if(MEMWATCH_SANITIZE)
   add_compile_options(${_flags})
   add_link_options(${_flags})
 endif()
+
+# A fuzz tree instruments every library for coverage and checks it with ASan+UBSan, so that the
+# fuzz targets (tests/fuzz) are guided by what happens inside the parsers they call.
+if(MEMWATCH_FUZZ)
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

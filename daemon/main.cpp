@@ -1,5 +1,6 @@
 // memwatchd: stores every run the shims report, answers queries, recovers killed runs.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -70,6 +71,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "memwatchd: %s\n", error.c_str());
     return 1;
   }
+  // Every file memwatchd makes (sockets, the store) is its user's alone: in a shared sticky
+  // folder nobody else may connect to its sockets or read its store.
+  umask(077);
   int ready_fd = -1;
   if (!options->foreground && (ready_fd = detach()) < 0) {
     std::fprintf(stderr, "memwatchd: cannot detach\n");

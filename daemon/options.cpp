@@ -1,12 +1,16 @@
 #include "options.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string_view>
 
 #include "memwatch/protocol/endpoints.hpp"
+#include "memwatch/protocol/private_dir.hpp"
 
 namespace memwatch::daemon {
 
@@ -23,18 +27,80 @@ std::string default_db() {
   return (base / "memwatch" / "memwatch.db").string();
 }
 
-bool make_private_dir(const fs::path& dir, std::string& error) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    error = "cannot create " + dir.string() + ": " + ec.message();
-    return false;
+// Makes the missing folders of `dir` as `mkdir -p` would, the last one private (0700): only the
+// last holds memwatchd's files, and its parents are left as open as any other new folder.
+std::string make_missing_dirs(const fs::path& dir) {
+  fs::path made;
+  for (const fs::path& part : dir) {
+    made /= part;
+    const mode_t mode = made == dir ? 0700 : 0755;
+    if (mkdir(made.c_str(), mode) != 0 && errno != EEXIST)
+      return "cannot create " + made.string() + ": " + std::strerror(errno);
   }
-  if (chmod(dir.c_str(), 0700) != 0) {
-    error = "cannot make " + dir.string() + " private (mode 0700)";
-    return false;
+  return "";
+}
+
+// Why memwatchd must not put its files in `dir`, an existing folder the operator named ("" when
+// it may). It is never changed: a folder of this user's or root's that no one else may write
+// in, or a sticky one like /tmp, where others cannot remove or rename what memwatchd creates
+// there (its files are its user's alone: see the umask in main.cpp).
+std::string existing_dir_problem(const fs::path& dir, const struct stat& st) {
+  const std::string owner =
+      "owned by uid " + std::to_string(st.st_uid) + " with mode " + protocol::mode_text(st.st_mode);
+  if (!S_ISDIR(st.st_mode)) return dir.string() + " is not a directory";
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    return dir.string() + " is " + owner + "; expected a folder of uid " +
+           std::to_string(geteuid()) + "'s or root's: its owner could replace what memwatchd "
+           "puts there";
+  if ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0)
+    return dir.string() + " is " + owner + ": others may write in it and it is not sticky, "
+           "so anyone could replace what memwatchd puts there; name a private folder (or a "
+           "sticky one like /tmp)";
+  return "";
+}
+
+// In a folder others may write in, a file already at `path` must be this user's own.
+std::string foreign_file_problem(const fs::path& path, const struct stat& dir_st) {
+  struct stat st {};
+  if ((dir_st.st_mode & 022) == 0 || lstat(path.c_str(), &st) != 0) return "";
+  if (!S_ISLNK(st.st_mode) && st.st_uid == geteuid()) return "";
+  return path.string() + " already exists in the shared folder " + path.parent_path().string() +
+         " and is " +
+         (S_ISLNK(st.st_mode) ? std::string("a symbolic link")
+                              : "owned by uid " + std::to_string(st.st_uid)) +
+         "; remove it, or name another path";
+}
+
+// Readies the folder of `path` (an ipc socket or the store): the default runtime folder must be
+// private (made 0700 when missing); a folder named by the operator is made 0700 when missing and
+// otherwise judged by existing_dir_problem.
+std::string prepare_dir_of(const fs::path& path) {
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (dir == fs::path(protocol::default_runtime_dir()))
+    return protocol::ensure_private_dir(dir.string());
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) return "cannot use " + dir.string() + ": " + std::strerror(errno);
+    return make_missing_dirs(dir);
   }
-  return true;
+  std::string problem = existing_dir_problem(dir, st);
+  if (problem.empty()) problem = foreign_file_problem(path, st);
+  return problem;
+}
+
+// Loopback only: 127.0.0.0/8, ::1, localhost, or the loopback interface by name.
+bool is_loopback_host(std::string_view host) {
+  return host.starts_with("127.") || host == "localhost" || host == "[::1]" || host == "::1" ||
+         host == "lo";
+}
+
+// A tcp endpoint anyone on the network can reach: neither encrypted nor authenticated without
+// CURVE, so feeding it runs poisons every model, and its query socket reads every run.
+bool is_open_network_endpoint(std::string_view endpoint) {
+  constexpr std::string_view tcp = "tcp://";
+  if (!endpoint.starts_with(tcp)) return false;
+  const std::string_view address = endpoint.substr(tcp.size());
+  return !is_loopback_host(address.substr(0, address.rfind(':')));
 }
 
 }  // namespace
@@ -83,6 +149,7 @@ std::optional<Options> parse_options(std::span<char* const> args, std::string& e
     else if (a == "--db") ok = value(o.db);
     else if (a == "--curve-keys") ok = value(o.curve_keys);
     else if (a == "--foreground") o.foreground = true;
+    else if (a == "--insecure-network") o.insecure_network = true;
     else if (a == "--warn-share")
       ok = number(o.watch.share, protocol::parse_watch_share, "a share like 0.9 or 90%");
     else if (a == "--warn-horizon")
@@ -99,6 +166,12 @@ std::optional<Options> parse_options(std::span<char* const> args, std::string& e
       return std::nullopt;
     }
     *e = loopback_if_no_host(*e);
+    if (is_open_network_endpoint(*e) && o.curve_keys.empty() && !o.insecure_network) {
+      error = *e + " is open to the network without --curve-keys: anyone who reaches it could "
+              "send runs or read every run. Give --curve-keys DIR (`memwatch keygen DIR`), bind "
+              "127.0.0.1, or say --insecure-network on a network you trust";
+      return std::nullopt;
+    }
   }
   return o;
 }
@@ -106,17 +179,16 @@ std::optional<Options> parse_options(std::span<char* const> args, std::string& e
 bool prepare_paths(const Options& o, std::string& error) {
   for (const std::string& e : {o.ingest, o.query, o.events}) {
     if (!e.starts_with("ipc://")) continue;
-    if (!make_private_dir(fs::path(e.substr(6)).parent_path(), error)) return false;
+    if (!(error = prepare_dir_of(e.substr(6))).empty()) return false;
   }
-  const fs::path db_dir = fs::path(o.db).parent_path();
-  if (!db_dir.empty() && !make_private_dir(db_dir, error)) return false;
-  return true;
+  error = prepare_dir_of(o.db);
+  return error.empty();
 }
 
 std::string options_help() {
   return "usage: memwatchd [--ingest EP] [--query EP] [--events EP] [--db PATH] "
-         "[--curve-keys DIR] [--foreground]\n"
-         "                [--warn-share SHARE] [--warn-horizon SECONDS]\n"
+         "[--curve-keys DIR] [--insecure-network]\n"
+         "                [--foreground] [--warn-share SHARE] [--warn-horizon SECONDS]\n"
          "  --ingest EP   where shims report (ZeroMQ ROUTER); default " +
          protocol::default_ingest_endpoint() +
          "\n"
@@ -131,14 +203,18 @@ std::string options_help() {
          "  --curve-keys DIR  CurveZMQ on all three sockets, with DIR/server.key as the\n"
          "                daemon's secret key; only clients whose public key is DIR/client.pub\n"
          "                or DIR/clients/*.pub are let in (make DIR: `memwatch keygen DIR`)\n"
+         "  --insecure-network  allow a tcp endpoint beyond loopback without --curve-keys\n"
+         "                (refused otherwise: anyone who reaches it could send or read runs)\n"
          "  --foreground  stay in the foreground (default: detach)\n"
          "  --warn-share SHARE      warn when a run's live memory passes this share of its\n"
          "                          capacity (0.9 or 90%); default 90%\n"
          "  --warn-horizon SECONDS  ... or its growth is on course to within this many seconds\n"
          "                          (0: never); default 30\n"
-         "ipc folders are created with mode 0700; tcp://:PORT binds to 127.0.0.1 only. Without\n"
-         "--curve-keys, tcp endpoints are neither encrypted nor authenticated: to take runs\n"
-         "from other nodes, bind tcp://0.0.0.0:PORT with --curve-keys.\n";
+         "A missing folder is created (the last one 0700) and an existing one never changed: the\n"
+         "default folder must be this user's with mode 0700, a named one this user's or root's and\n"
+         "writable by no one else unless sticky (like /tmp); files are made with umask 077 (see\n"
+         "docs/security.md). tcp://:PORT binds to 127.0.0.1 only; to take runs from other nodes,\n"
+         "bind tcp://0.0.0.0:PORT with --curve-keys.\n";
 }
 
 }  // namespace memwatch::daemon

@@ -15,17 +15,20 @@ struct Options {
   std::string events;      // PUB of warnings and new models
   std::string db;          // the SQLite file
   std::string curve_keys;  // a `memwatch keygen` folder: CurveZMQ on every socket; empty: off
+  bool insecure_network = false;  // a tcp endpoint beyond loopback without CURVE is allowed
   bool foreground = false;
   protocol::WatchSettings watch;  // the running shims' capacity warnings
 };
 
-// Parses argv; on a bad or missing value returns nullopt after writing `error`.
+// Parses argv; on a bad or missing value, or a tcp endpoint open to the network without CURVE
+// (and without --insecure-network), returns nullopt after writing `error`.
 std::optional<Options> parse_options(std::span<char* const> args, std::string& error);
 std::string options_help();
 
 // tcp://:PORT or tcp://PORT binds to loopback only; other endpoints are kept as given.
 std::string loopback_if_no_host(const std::string& endpoint);
-// Creates the folder of an ipc endpoint (mode 0700) and of the database; error on failure.
+// Readies the folders of the ipc endpoints and of the store (docs/security.md): missing ones
+// are made 0700, existing ones are judged and never changed; false, with `error`, if one fails.
 bool prepare_paths(const Options& options, std::string& error);
 
 }  // namespace memwatch::daemon

@@ -1,6 +1,7 @@
 #include "json_buffer.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 namespace memwatch::shim {
 
@@ -17,10 +18,36 @@ JsonBuffer& JsonBuffer::raw(std::string_view text) noexcept {
   return *this;
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence of a code point starting at text[i] that is not
+// ASCII, or 0: strict readers (nlohmann's among them) refuse a document holding anything else,
+// and a workload named after argv[0] may hold any bytes.
+std::size_t utf8_sequence(std::string_view text, std::size_t i) noexcept {
+  const auto lead = static_cast<unsigned char>(text[i]);
+  std::size_t length = 0;
+  std::uint32_t code = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) length = 2, code = lead & 0x1Fu;
+  else if (lead >= 0xE0 && lead <= 0xEF) length = 3, code = lead & 0x0Fu;
+  else if (lead >= 0xF0 && lead <= 0xF4) length = 4, code = lead & 0x07u;
+  if (length == 0 || i + length > text.size()) return 0;
+  for (std::size_t k = 1; k < length; ++k) {
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    if ((next & 0xC0u) != 0x80u) return 0;
+    code = code << 6 | (next & 0x3Fu);
+  }
+  const bool overlong = (length == 3 && code < 0x800) || (length == 4 && code < 0x10000);
+  const bool surrogate = code >= 0xD800 && code <= 0xDFFF;
+  return overlong || surrogate || code > 0x10FFFF ? 0 : length;
+}
+
+}  // namespace
+
 JsonBuffer& JsonBuffer::string(std::string_view text) noexcept {
   static constexpr char hex[] = "0123456789abcdef";
   put('"');
-  for (char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     const auto u = static_cast<unsigned char>(c);
     if (c == '"' || c == '\\') {
       put('\\');
@@ -29,8 +56,13 @@ JsonBuffer& JsonBuffer::string(std::string_view text) noexcept {
       raw("\\u00");
       put(hex[u >> 4]);
       put(hex[u & 15]);
-    } else {
+    } else if (u < 0x80) {
       put(c);
+    } else if (const std::size_t length = utf8_sequence(text, i); length > 0) {
+      raw(text.substr(i, length));
+      i += length - 1;
+    } else {
+      raw("\\ufffd");  // a byte that is not UTF-8: the replacement character
     }
   }
   put('"');

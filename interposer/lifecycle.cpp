@@ -2,6 +2,7 @@
 // fork, fatal signals, _exit, and the report at the end. Nothing here runs on the hooks' path.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +16,8 @@
 #include "device_count.hpp"
 #include "hooks.hpp"
 #include "log.hpp"
+#include "memwatch/protocol/endpoints.hpp"
+#include "memwatch/protocol/private_dir.hpp"
 #include "proc_stats.hpp"
 #include "report.hpp"
 #include "reporter.hpp"
@@ -109,8 +112,9 @@ void finish(ExitCause cause, int detail) noexcept {
     for (int i = 0; i < kMaxDevices; ++i) facts.device_capacity_bytes[i] = device_capacity(i);
     static char buffer[64 * 1024];
     const std::string_view json = report_format(facts, buffer, sizeof buffer);
-    if (json.empty() || !report_write(g_config.report_path, g_pid, json))
-      log_line("cannot write the report to %s", g_config.report_path);
+    const char* why = json.empty() ? "it does not fit its buffer"
+                                   : report_write(g_config.report_path, g_pid, json);
+    if (why != nullptr) log_line("cannot write the report to %s: %s", g_config.report_path, why);
   }
   if (cause != ExitCause::signal) {
     // Clean ends mark the block and remove the segment; after a fatal signal it stays for the
@@ -184,6 +188,29 @@ bool curve_keys_for_link(const memwatch::protocol::CurveClientKeys*& keys) {
   return g_curve_state != CurveState::unusable;
 }
 
+// The default folder of the daemon's sockets is trusted only when it is this user's and
+// private (docs/security.md): whoever owns a squatted one could put their own socket there and
+// answer every verdict. Decided once, at start; forked children inherit it silently.
+enum class FolderState { unread, trusted, refused };
+FolderState g_folder_state = FolderState::unread;
+
+bool endpoint_folder_trusted() {
+  if (g_folder_state == FolderState::unread) {
+    g_folder_state = FolderState::trusted;
+    const std::string folder = memwatch::protocol::ipc_folder(g_config.endpoint);
+    struct stat st {};
+    // No folder, no daemon: nothing is trusted by connecting nowhere.
+    if (folder == memwatch::protocol::default_runtime_dir() && lstat(folder.c_str(), &st) == 0) {
+      const std::string problem = memwatch::protocol::private_dir_problem(folder, st);
+      if (!problem.empty()) {
+        g_folder_state = FolderState::refused;
+        log_line("%s; not reporting to memwatchd", problem.c_str());
+      }
+    }
+  }
+  return g_folder_state == FolderState::trusted;
+}
+
 void start_reporter() {
   ReporterOptions options;
   options.host_capacity_bytes = g_host_capacity;
@@ -191,7 +218,8 @@ void start_reporter() {
   options.watch = g_config.watch;
   g_link = nullptr;
   const memwatch::protocol::CurveClientKeys* keys = nullptr;
-  if (DaemonLink::daemon_may_listen(g_config.endpoint) && curve_keys_for_link(keys)) {
+  if (endpoint_folder_trusted() && DaemonLink::daemon_may_listen(g_config.endpoint) &&
+      curve_keys_for_link(keys)) {
     g_link = new (g_link_storage)
         DaemonLink({&g_config, g_host_capacity, proc_unix_s(), g_start_monotonic, keys});
   }

@@ -29,8 +29,12 @@ struct ReportFacts {
 
 // Formats the report into buf; returns the JSON, empty if it did not fit.
 std::string_view report_format(const ReportFacts& facts, char* buf, std::size_t capacity) noexcept;
-// Expands %p in `path_template` to `pid` and writes `json` there atomically (a temporary file
-// renamed into place), so a reader never sees half a report. False on any failure.
-bool report_write(const char* path_template, int pid, std::string_view json) noexcept;
+// Expands %p in `path_template` to `pid` and writes `json` there, never replacing what is not a
+// report (docs/security.md): a new path or a regular file gets a temporary file renamed into
+// place, so a reader never sees half a report; a symbolic link is followed to what it names; a
+// character device or a FIFO is written in place (a FIFO only when someone reads it); anything
+// else is refused. nullptr when written, else why not ("it is a directory").
+[[nodiscard]] const char* report_write(const char* path_template, int pid,
+                                       std::string_view json) noexcept;
 
 }  // namespace memwatch::shim

@@ -41,6 +41,14 @@ TEST(JsonBuffer, StringsAreEscaped) {
   EXPECT_EQ(json::parse(j.view()).get<std::string>(), "a\"b\\c\n\x01");
 }
 
+TEST(JsonBuffer, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  char buf[64];
+  JsonBuffer j(buf, sizeof buf);
+  j.string("caf\xc3\xa9 \xff\xc3 \xed\xa0\x80 \xf0\x9f\x98\x80");
+  EXPECT_EQ(json::parse(j.view()).get<std::string>(),
+            "caf\xc3\xa9 \uFFFD\uFFFD \uFFFD\uFFFD\uFFFD \xf0\x9f\x98\x80");
+}
+
 TEST(JsonBuffer, OverflowIsReported) {
   char buf[8];
   JsonBuffer j(buf, sizeof buf);
@@ -107,12 +115,12 @@ TEST(Report, WrittenAtomicallyWithThePidExpanded) {
   char dir[] = "/tmp/memwatch-report-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string templ = std::string(dir) + "/run.%p.json";
-  ASSERT_TRUE(report_write(templ.c_str(), 1234, "{\"ok\":1}\n"));
+  ASSERT_EQ(report_write(templ.c_str(), 1234, "{\"ok\":1}\n"), nullptr);
   std::ifstream in(std::string(dir) + "/run.1234.json");
   std::stringstream s;
   s << in.rdbuf();
   EXPECT_EQ(s.str(), "{\"ok\":1}\n");
-  EXPECT_FALSE(report_write("/nonexistent-dir/x.json", 1, "{}"));
+  EXPECT_NE(report_write("/nonexistent-dir/x.json", 1, "{}"), nullptr);
   std::remove((std::string(dir) + "/run.1234.json").c_str());
   rmdir(dir);
 }

@@ -20,6 +20,16 @@ inline std::string default_ingest_endpoint() { return "ipc://" + default_runtime
 inline std::string default_query_endpoint() { return "ipc://" + default_runtime_dir() + "/query"; }
 inline std::string default_events_endpoint() { return "ipc://" + default_runtime_dir() + "/events"; }
 
+// The folder holding an ipc endpoint's socket; "" for any other transport.
+inline std::string ipc_folder(std::string_view endpoint) {
+  constexpr std::string_view ipc = "ipc://";
+  if (!endpoint.starts_with(ipc)) return "";
+  const std::string_view path = endpoint.substr(ipc.size());
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return ".";
+  return std::string(slash == 0 ? path.substr(0, 1) : path.substr(0, slash));
+}
+
 // A ZeroMQ endpoint memwatch accepts: ipc://PATH, tcp://HOST:PORT or inproc://NAME.
 inline bool is_endpoint(std::string_view e) {
   for (std::string_view scheme : {"ipc://", "tcp://", "inproc://"})
