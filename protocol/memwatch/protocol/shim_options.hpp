@@ -42,7 +42,8 @@ inline constexpr std::array kShimOptions{
     ShimOptionInfo{ShimOption::endpoint, "MEMWATCH_ENDPOINT", "",
                    "the daemon's ingest endpoint (`ipc://PATH` or `tcp://HOST:PORT`)",
                    "`ipc://$XDG_RUNTIME_DIR/memwatch/ingest`, else "
-                   "`ipc:///tmp/memwatch-$UID/ingest`"},
+                   "`ipc:///tmp/memwatch-$UID/ingest`; that folder only when it is this user's "
+                   "and 0700 (else one line, no daemon link)"},
     ShimOptionInfo{ShimOption::curve_keys, "MEMWATCH_CURVE_KEYS", "=DIR",
                    "report as a CurveZMQ client: `DIR/server.pub`, `DIR/client.key`, "
                    "`DIR/client.pub` (see *Several nodes*); unreadable keys: one line on stderr, "
