@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
+#include <string>
 #include <string_view>
 
 #include "memwatch/protocol/endpoints.hpp"
@@ -50,10 +52,12 @@ std::string existing_dir_problem(const fs::path& dir, const struct stat& st) {
   if (!S_ISDIR(st.st_mode)) return dir.string() + " is not a directory";
   if (st.st_uid != geteuid() && st.st_uid != 0)
     return dir.string() + " is " + owner + "; expected a folder of uid " +
-           std::to_string(geteuid()) + "'s or root's: its owner could replace what memwatchd "
+           std::to_string(geteuid()) +
+           "'s or root's: its owner could replace what memwatchd "
            "puts there";
   if ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0)
-    return dir.string() + " is " + owner + ": others may write in it and it is not sticky, "
+    return dir.string() + " is " + owner +
+           ": others may write in it and it is not sticky, "
            "so anyone could replace what memwatchd puts there; name a private folder (or a "
            "sticky one like /tmp)";
   return "";
@@ -103,6 +107,20 @@ bool is_open_network_endpoint(std::string_view endpoint) {
   return !is_loopback_host(address.substr(0, address.rfind(':')));
 }
 
+// `text` in lines of at most 96 columns, each after `indent`.
+std::string wrapped(const std::string& text, const std::string& indent) {
+  std::string out, line;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > 96) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + indent + line;
+}
+
 }  // namespace
 
 std::string loopback_if_no_host(const std::string& endpoint) {
@@ -114,6 +132,88 @@ std::string loopback_if_no_host(const std::string& endpoint) {
   return endpoint;
 }
 
+namespace {
+
+// One entry per option: its flag, the word of its value ("" for a switch), how it is applied
+// (an error, or empty), and its help, from which `memwatchd --help` is made.
+struct DaemonOption {
+  std::string_view flag;
+  std::string_view value;
+  std::string (*apply)(Options& o, const std::string& value);
+  std::string_view help;
+  std::string (*default_text)();  // null: none to say
+};
+
+std::string watch_number(double& slot, double (*parse)(std::string_view), const std::string& text,
+                         const char* expected) {
+  const double v = parse(text);
+  if (v < 0) return std::string("expected ") + expected + ", got '" + text + "'";
+  slot = v;
+  return {};
+}
+
+const DaemonOption kOptions[] = {
+    {"--ingest", "EP", [](Options& o, const std::string& v) { return o.ingest = v, std::string(); },
+     "where shims report (ZeroMQ ROUTER)", protocol::default_ingest_endpoint},
+    {"--query", "EP", [](Options& o, const std::string& v) { return o.query = v, std::string(); },
+     "JSON requests (ZeroMQ REP)", protocol::default_query_endpoint},
+    {"--events", "EP", [](Options& o, const std::string& v) { return o.events = v, std::string(); },
+     "warnings and new models (ZeroMQ PUB)", protocol::default_events_endpoint},
+    {"--db", "PATH", [](Options& o, const std::string& v) { return o.db = v, std::string(); },
+     "the SQLite store", default_db},
+    {"--curve-keys", "DIR",
+     [](Options& o, const std::string& v) { return o.curve_keys = v, std::string(); },
+     "CurveZMQ on all three sockets, with DIR/server.key as the daemon's secret key; only "
+     "clients whose public key is DIR/client.pub or DIR/clients/*.pub are let in (make DIR: "
+     "`memwatch keygen DIR`)",
+     nullptr},
+    {"--insecure-network", "",
+     [](Options& o, const std::string&) { return o.insecure_network = true, std::string(); },
+     "allow a tcp endpoint beyond loopback without --curve-keys (refused otherwise: anyone who "
+     "reaches it could send or read runs)",
+     nullptr},
+    {"--foreground", "",
+     [](Options& o, const std::string&) { return o.foreground = true, std::string(); },
+     "stay in the foreground (default: detach)", nullptr},
+    {"--warn-share", "SHARE",
+     [](Options& o, const std::string& v) {
+       return watch_number(o.watch.share, protocol::parse_watch_share, v,
+                           "a share like 0.9 or 90%");
+     },
+     "warn when a run's live memory passes this share of its capacity (0.9 or 90%)",
+     [] { return std::string("90%"); }},
+    {"--warn-horizon", "SECONDS",
+     [](Options& o, const std::string& v) {
+       return watch_number(o.watch.horizon_s, protocol::parse_watch_seconds, v,
+                           "seconds like 30 (0: never)");
+     },
+     "... or its growth is on course to within this many seconds (0: never)",
+     [] { return std::string("30"); }},
+};
+
+const DaemonOption* find_option(std::string_view flag) {
+  for (const DaemonOption& option : kOptions)
+    if (option.flag == flag) return &option;
+  return nullptr;
+}
+
+// Every endpoint an endpoint, tcp://:PORT on loopback, and none open to the network unguarded.
+std::string check_endpoints(Options& o) {
+  for (std::string* e : {&o.ingest, &o.query, &o.events}) {
+    if (!protocol::is_endpoint(*e))
+      return "'" + *e + "' is not an endpoint: expected ipc://PATH or tcp://[HOST]:PORT";
+    *e = loopback_if_no_host(*e);
+    if (is_open_network_endpoint(*e) && o.curve_keys.empty() && !o.insecure_network)
+      return *e +
+             " is open to the network without --curve-keys: anyone who reaches it could "
+             "send runs or read every run. Give --curve-keys DIR (`memwatch keygen DIR`), "
+             "bind 127.0.0.1, or say --insecure-network on a network you trust";
+  }
+  return {};
+}
+
+}  // namespace
+
 std::optional<Options> parse_options(std::span<char* const> args, std::string& error) {
   Options o;
   o.ingest = protocol::default_ingest_endpoint();
@@ -121,58 +221,26 @@ std::optional<Options> parse_options(std::span<char* const> args, std::string& e
   o.events = protocol::default_events_endpoint();
   o.db = default_db();
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    auto value = [&](std::string& slot) {
+    const std::string_view flag = args[i];
+    const DaemonOption* option = find_option(flag);
+    if (option == nullptr) {
+      error = "unknown option '" + std::string(flag) + "' (see memwatchd --help)";
+      return std::nullopt;
+    }
+    std::string value;
+    if (!option->value.empty()) {
       if (i + 1 >= args.size()) {
-        error = std::string(a) + " needs a value";
-        return false;
+        error = std::string(flag) + " needs a value";
+        return std::nullopt;
       }
-      slot = args[++i];
-      return true;
-    };
-    // A number of the watch's settings, by its parser (-1: not one).
-    auto number = [&](double& slot, double (*parse)(std::string_view), const char* expected) {
-      std::string text;
-      if (!value(text)) return false;
-      const double v = parse(text);
-      if (v < 0) {
-        error = std::string(a) + ": expected " + expected + ", got '" + text + "'";
-        return false;
-      }
-      slot = v;
-      return true;
-    };
-    bool ok = true;
-    if (a == "--ingest") ok = value(o.ingest);
-    else if (a == "--query") ok = value(o.query);
-    else if (a == "--events") ok = value(o.events);
-    else if (a == "--db") ok = value(o.db);
-    else if (a == "--curve-keys") ok = value(o.curve_keys);
-    else if (a == "--foreground") o.foreground = true;
-    else if (a == "--insecure-network") o.insecure_network = true;
-    else if (a == "--warn-share")
-      ok = number(o.watch.share, protocol::parse_watch_share, "a share like 0.9 or 90%");
-    else if (a == "--warn-horizon")
-      ok = number(o.watch.horizon_s, protocol::parse_watch_seconds, "seconds like 30 (0: never)");
-    else {
-      error = "unknown option '" + std::string(a) + "' (see memwatchd --help)";
-      return std::nullopt;
+      value = args[++i];
     }
-    if (!ok) return std::nullopt;
-  }
-  for (std::string* e : {&o.ingest, &o.query, &o.events}) {
-    if (!protocol::is_endpoint(*e)) {
-      error = "'" + *e + "' is not an endpoint: expected ipc://PATH or tcp://[HOST]:PORT";
-      return std::nullopt;
-    }
-    *e = loopback_if_no_host(*e);
-    if (is_open_network_endpoint(*e) && o.curve_keys.empty() && !o.insecure_network) {
-      error = *e + " is open to the network without --curve-keys: anyone who reaches it could "
-              "send runs or read every run. Give --curve-keys DIR (`memwatch keygen DIR`), bind "
-              "127.0.0.1, or say --insecure-network on a network you trust";
+    if (std::string problem = option->apply(o, value); !problem.empty()) {
+      error = std::string(flag) + ": " + problem;
       return std::nullopt;
     }
   }
+  if (!(error = check_endpoints(o)).empty()) return std::nullopt;
   return o;
 }
 
@@ -186,32 +254,20 @@ bool prepare_paths(const Options& o, std::string& error) {
 }
 
 std::string options_help() {
-  return "usage: memwatchd [--ingest EP] [--query EP] [--events EP] [--db PATH] "
-         "[--curve-keys DIR] [--insecure-network]\n"
-         "                [--foreground] [--warn-share SHARE] [--warn-horizon SECONDS]\n"
-         "  --ingest EP   where shims report (ZeroMQ ROUTER); default " +
-         protocol::default_ingest_endpoint() +
-         "\n"
-         "  --query EP    JSON requests (ZeroMQ REP); default " +
-         protocol::default_query_endpoint() +
-         "\n"
-         "  --events EP   warnings and new models (ZeroMQ PUB); default " +
-         protocol::default_events_endpoint() +
-         "\n"
-         "  --db PATH     the SQLite store; default " + default_db() +
-         "\n"
-         "  --curve-keys DIR  CurveZMQ on all three sockets, with DIR/server.key as the\n"
-         "                daemon's secret key; only clients whose public key is DIR/client.pub\n"
-         "                or DIR/clients/*.pub are let in (make DIR: `memwatch keygen DIR`)\n"
-         "  --insecure-network  allow a tcp endpoint beyond loopback without --curve-keys\n"
-         "                (refused otherwise: anyone who reaches it could send or read runs)\n"
-         "  --foreground  stay in the foreground (default: detach)\n"
-         "  --warn-share SHARE      warn when a run's live memory passes this share of its\n"
-         "                          capacity (0.9 or 90%); default 90%\n"
-         "  --warn-horizon SECONDS  ... or its growth is on course to within this many seconds\n"
-         "                          (0: never); default 30\n"
+  std::string usage;
+  std::string lines;
+  for (const DaemonOption& option : kOptions) {
+    const std::string word =
+        std::string(option.flag) + (option.value.empty() ? "" : " " + std::string(option.value));
+    usage += (usage.empty() ? "[" : " [") + word + "]";
+    std::string help = std::string(option.help);
+    if (option.default_text != nullptr) help += "; default " + option.default_text();
+    lines += "  " + word + "\n" + wrapped(help, "      ") + "\n";
+  }
+  return "usage: memwatchd\n" + wrapped(usage, "    ") + "\n" + lines +
          "A missing folder is created (the last one 0700) and an existing one never changed: the\n"
-         "default folder must be this user's with mode 0700, a named one this user's or root's and\n"
+         "default folder must be this user's with mode 0700, a named one this user's or root's "
+         "and\n"
          "writable by no one else unless sticky (like /tmp); files are made with umask 077 (see\n"
          "docs/security.md). tcp://:PORT binds to 127.0.0.1 only; to take runs from other nodes,\n"
          "bind tcp://0.0.0.0:PORT with --curve-keys.\n";
