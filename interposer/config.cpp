@@ -3,7 +3,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
+#include "config_file.hpp"
 #include "memwatch/protocol/endpoints.hpp"
 #include "memwatch/protocol/shim_options.hpp"
 #include "program_name.hpp"
@@ -70,7 +72,6 @@ std::string set_param(Config& config, std::string_view name, double value) {
   return {};
 }
 
-
 }  // namespace
 
 std::int64_t config_parse_size(std::string_view text) {
@@ -112,6 +113,21 @@ std::string config_parse_params(std::string_view text, Config& config) {
   });
 }
 
+namespace {
+
+// The value the program's own command line gives `flag` (`--flag v` or `--flag=v`), or nothing.
+std::optional<std::string_view> flag_value(std::string_view flag, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == flag && i + 1 < argc) return std::string_view(argv[i + 1]);
+    if (word.size() > flag.size() && word.starts_with(flag) && word[flag.size()] == '=')
+      return word.substr(flag.size() + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::string config_parse_argv_params(std::string_view spec, int argc, char** argv, Config& config) {
   return for_each_item(spec, [&](std::string_view item) -> std::string {
     const std::size_t colon = item.rfind(':');
@@ -120,24 +136,41 @@ std::string config_parse_argv_params(std::string_view spec, int argc, char** arg
       return "expected --flag:name[,--flag:name...], got '" + std::string(item) + "'";
     const std::string_view flag = item.substr(0, colon);
     const std::string_view name = item.substr(colon + 1);
-    for (int i = 1; i < argc; ++i) {
-      std::string_view word = argv[i];
-      std::string_view value;
-      if (word == flag && i + 1 < argc) {
-        value = argv[i + 1];
-      } else if (word.size() > flag.size() && word.starts_with(flag) && word[flag.size()] == '=') {
-        value = word.substr(flag.size() + 1);
-      } else {
-        continue;
-      }
-      double number = 0;
-      if (!parse_double(value, number))
-        return "the program's " + std::string(flag) + " is '" + std::string(value) +
-               "', not a number (parameter '" + std::string(name) + "' left out)";
-      return set_param(config, name, number);
+    const auto value = flag_value(flag, argc, argv);
+    if (!value) return {};
+    double number = 0;
+    if (!parse_double(*value, number))
+      return "the program's " + std::string(flag) + " is '" + std::string(*value) +
+             "', not a number (parameter '" + std::string(name) + "' left out)";
+    return set_param(config, name, number);
+  });
+}
+
+std::string config_parse_config_params(std::string_view spec, int argc, char** argv,
+                                       Config& config) {
+  std::string errors;
+  auto say = [&](const std::string& e) { errors += (errors.empty() ? "" : "; ") + e; };
+  // Every item on its own: a bad one leaves its parameter out, never the others.
+  for_each_item(spec, [&](std::string_view item) -> std::string {
+    const std::size_t first = item.find(':'), last = item.rfind(':');
+    if (first == last || !item.starts_with("-") || !valid_name(item.substr(last + 1))) {
+      say("expected --flag:key:name[,...], got '" + std::string(item) + "'");
+      return {};
     }
+    const std::string_view flag = item.substr(0, first);
+    const std::string_view key = item.substr(first + 1, last - first - 1);
+    const std::string_view name = item.substr(last + 1);
+    const auto path = flag_value(flag, argc, argv);
+    if (!path) return {};  // the program was not given that file this time
+    const ConfigNumber n = config_file_number(std::string(*path), key);
+    if (!n.error.empty()) {
+      say(n.error + " (parameter '" + std::string(name) + "' left out)");
+      return {};
+    }
+    if (std::string e = set_param(config, name, n.value); !e.empty()) say(e);
     return {};
   });
+  return errors;
 }
 
 std::string config_parse_capacity(std::string_view text, Config& config) {
@@ -223,6 +256,10 @@ std::string apply_argv_params(std::string_view v, Config& c, ProgramArgs args) {
   return config_parse_argv_params(v, args.argc, args.argv, c);
 }
 
+std::string apply_config_params(std::string_view v, Config& c, ProgramArgs args) {
+  return config_parse_config_params(v, args.argc, args.argv, c);
+}
+
 std::string apply_params(std::string_view v, Config& c, ProgramArgs) {
   Config parsed = c;  // all or nothing
   std::string error = config_parse_params(v, parsed);
@@ -288,13 +325,36 @@ std::string apply_cupti(std::string_view v, Config& c, ProgramArgs) {
 }
 
 // The parser of each option of protocol::kShimOptions, in its order.
-constexpr ApplyOption kApply[] = {
-    apply_report,    apply_endpoint,    apply_curve_keys, apply_workload,   apply_argv_params,
-    apply_params,    apply_capacity,    apply_on_oom,     apply_warn_share, apply_warn_horizon,
-    apply_allocator, apply_batch_bytes, apply_signals,    apply_cupti,
+struct OptionParser {
+  ShimOption id;
+  ApplyOption apply;
 };
-static_assert(std::size(kApply) == protocol::kShimOptions.size(),
-              "every option of protocol/shim_options.hpp has its parser here");
+constexpr OptionParser kParsers[] = {
+    {ShimOption::report, apply_report},
+    {ShimOption::endpoint, apply_endpoint},
+    {ShimOption::curve_keys, apply_curve_keys},
+    {ShimOption::workload, apply_workload},
+    {ShimOption::argv_params, apply_argv_params},
+    {ShimOption::config_params, apply_config_params},
+    {ShimOption::params, apply_params},
+    {ShimOption::capacity, apply_capacity},
+    {ShimOption::on_oom, apply_on_oom},
+    {ShimOption::warn_share, apply_warn_share},
+    {ShimOption::warn_horizon, apply_warn_horizon},
+    {ShimOption::allocator, apply_allocator},
+    {ShimOption::batch_bytes, apply_batch_bytes},
+    {ShimOption::signals, apply_signals},
+    {ShimOption::cupti, apply_cupti},
+};
+
+constexpr bool parsers_follow_the_table() {
+  if (std::size(kParsers) != protocol::kShimOptions.size()) return false;
+  for (std::size_t i = 0; i < std::size(kParsers); ++i)
+    if (kParsers[i].id != protocol::kShimOptions[i].id) return false;
+  return true;
+}
+static_assert(parsers_follow_the_table(),
+              "every option of protocol/shim_options.hpp has its parser here, in its order");
 
 }  // namespace
 
@@ -313,7 +373,7 @@ void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn
   for (const protocol::ShimOptionInfo& option : protocol::kShimOptions) {
     const char* value = env(option.variable);
     if (value == nullptr || *value == '\0') continue;
-    const ApplyOption apply = kApply[static_cast<std::size_t>(option.id)];
+    const ApplyOption apply = kParsers[static_cast<std::size_t>(option.id)].apply;
     const std::string error = apply(value, config, {argc, argv});
     if (!error.empty()) warn(std::string(option.variable) + ": " + error + " (ignored)");
   }

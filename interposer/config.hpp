@@ -53,6 +53,10 @@ void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn
 // The pieces, exposed for tests. Each returns an empty string on success, else what was wrong.
 std::string config_parse_params(std::string_view text, Config& config);
 std::string config_parse_argv_params(std::string_view spec, int argc, char** argv, Config& config);
+// MEMWATCH_CONFIG_PARAMS: --flag:key:name items, each read from the file the program's --flag
+// names; a bad item is said and left out, the others still taken.
+std::string config_parse_config_params(std::string_view spec, int argc, char** argv,
+                                       Config& config);
 std::string config_parse_capacity(std::string_view text, Config& config);
 // "24GiB", "1.5G", "512MB", "1000": bytes, or -1 when `text` is not a size.
 std::int64_t config_parse_size(std::string_view text);

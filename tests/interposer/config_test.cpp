@@ -2,7 +2,10 @@
 #include "config.hpp"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -183,6 +186,88 @@ TEST(Config, AnInterpretersWorkloadIsTheScriptOrModuleItRuns) {
     EXPECT_STREQ(c.workload, expected.c_str())
         << args[0] << " " << (args.size() > 1 ? args[1] : "");
   }
+}
+
+// A trainer's own config file, as pytorch-3dunet has one: parameters by dotted keys.
+class ConfigFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "memwatch-config-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string dir_;
+};
+
+constexpr const char* kUnetYaml = R"(model:
+  name: UNet3D
+  f_maps: [16, 32, 64]
+loaders:
+  batch_size: 4
+  train:
+    slice_builder:
+      patch_shape: [32, 64, 64]
+)";
+
+TEST_F(ConfigFile, YamlKeysListsAndTheProductOfAShape) {
+  const std::string yaml = write("train.yml", kUnetYaml);
+  const Config c = load(
+      {{"MEMWATCH_CONFIG_PARAMS",
+        "--config:loaders.batch_size:batch,--config:loaders.train.slice_builder.patch_shape:patch,"
+        "--config:model.f_maps[1]:filters,--config:loaders.train.slice_builder.patch_shape[0]:"
+        "depth"}},
+      {"/usr/bin/python3", "train.py", "--config", yaml});
+  EXPECT_TRUE(g_warnings.empty()) << g_warnings[0];
+  EXPECT_EQ(param(c, "batch"), 4);
+  EXPECT_EQ(param(c, "patch"), 32 * 64 * 64);
+  EXPECT_EQ(param(c, "filters"), 32);
+  EXPECT_EQ(param(c, "depth"), 32);
+  EXPECT_STREQ(c.workload, "train");
+}
+
+TEST_F(ConfigFile, JsonTooWithTheEqualsFormAndParamsWinning) {
+  const std::string json = write("c.json", R"({"trainer": {"batch": 8, "dims": [2, 3]}})");
+  const Config c =
+      load({{"MEMWATCH_CONFIG_PARAMS", "--cfg:trainer.batch:batch,--cfg:trainer.dims:volume"},
+            {"MEMWATCH_PARAMS", "batch=16"}},
+           {"/bin/prog", "--cfg=" + json});
+  EXPECT_TRUE(g_warnings.empty()) << g_warnings[0];
+  EXPECT_EQ(param(c, "batch"), 16);
+  EXPECT_EQ(param(c, "volume"), 6);
+}
+
+TEST_F(ConfigFile, EachBadItemIsNamedWithItsFileAndKeyAndTheOthersAreKept) {
+  const std::string yaml = write("train.yml", kUnetYaml);
+  const std::string broken = write("broken.yml", "a: [1, 2\nb: {");
+  const std::string missing = dir_ + "/missing.yml";
+  const Config c =
+      load({{"MEMWATCH_CONFIG_PARAMS",
+             "--config:loaders.batch_size:batch,--config:loaders.epochs:epochs,"
+             "--config:model.name:name,--config:model:m,--other:x:y,--broken:a:z,--gone:k:w,"
+             "--config:model.f_maps[7]:f7,nonsense"}},
+           {"/bin/prog", "--config", yaml, "--broken", broken, "--gone", missing});
+  EXPECT_EQ(param(c, "batch"), 4);  // the good item is kept
+  for (const char* left_out : {"epochs", "name", "m", "y", "z", "w", "f7"})
+    EXPECT_EQ(config_find_param(c, left_out), nullptr) << left_out;
+  ASSERT_EQ(g_warnings.size(), 1u);  // one line for the variable, every problem in it
+  const std::string& w = g_warnings[0];
+  EXPECT_TRUE(w.starts_with("MEMWATCH_CONFIG_PARAMS: ")) << w;
+  EXPECT_NE(w.find(yaml + ": 'loaders.epochs' is not in it (parameter 'epochs' left out)"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find(yaml + ": 'model.name' is 'UNet3D', not a number"), std::string::npos) << w;
+  EXPECT_NE(w.find(yaml + ": 'model' is a mapping"), std::string::npos) << w;
+  EXPECT_NE(w.find(broken + ": not YAML or JSON (line"), std::string::npos) << w;
+  EXPECT_NE(w.find("cannot read " + missing), std::string::npos) << w;
+  EXPECT_NE(w.find("'model.f_maps[7]' is not in it"), std::string::npos) << w;
+  EXPECT_NE(w.find("expected --flag:key:name[,...], got 'nonsense'"), std::string::npos) << w;
+  EXPECT_EQ(w.find("--other"), std::string::npos) << "a flag the program was not given is no error";
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ enum class ShimOption {
   curve_keys,
   workload,
   argv_params,  // before params: MEMWATCH_PARAMS wins over the program's own flags
+  config_params,
   params,
   capacity,
   on_oom,
@@ -55,6 +56,13 @@ inline constexpr std::array kShimOptions{
                    "(`python3 train.py`: `train`; `python3 -m pkg.train`: `pkg.train`)"},
     ShimOptionInfo{ShimOption::argv_params, "MEMWATCH_ARGV_PARAMS", "=--batch-size:batch,--dim:dim",
                    "take parameters from the program's own flags (`--flag v` and `--flag=v`); "
+                   "`MEMWATCH_PARAMS` wins",
+                   "none"},
+    ShimOptionInfo{ShimOption::config_params, "MEMWATCH_CONFIG_PARAMS",
+                   "=--config:loaders.batch_size:batch",
+                   "take parameters from the YAML or JSON file the program's own flag names: "
+                   "`FLAG:KEY:NAME`, KEY dotted with `[i]` for a list element; a list without "
+                   "`[i]` gives the product of its elements (a patch's volume); "
                    "`MEMWATCH_PARAMS` wins",
                    "none"},
     ShimOptionInfo{ShimOption::params, "MEMWATCH_PARAMS", "=batch=4,dim=128",
