@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -20,6 +21,7 @@ namespace {
 const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kPatterns = MEMWATCH_PATTERNS_PATH;
 const std::string kPython = "/usr/bin/python3";
+const std::string kTrainPy = std::string(MEMWATCH_SOURCE_DIR) + "/workloads/unet3d/train.py";
 
 struct Measured {
   Finished run;
@@ -300,6 +302,30 @@ TEST(Preload, PythonNumpyAndThreadsUnderTheShim) {
   EXPECT_GE(m.report["host"]["peak_bytes"].get<std::int64_t>(), std::int64_t{128} << 20);
   EXPECT_LE(m.report["host"]["peak_bytes"].get<std::int64_t>(),
             m.report["rss_hwm_bytes"].get<std::int64_t>() + (std::int64_t{256} << 20));
+}
+
+// The README's Python quick start with the trainer's own YAML file: the run is named by the
+// script and its parameters come from the file (a shape's product is the patch's volume), the
+// DataLoader's worker processes write their own reports.
+TEST(Preload, APythonTrainersConfigFileGivesItsParametersAndTheScriptItsName) {
+  TempDir dir;
+  const std::string config = dir.file("train.yml");
+  std::ofstream(config) << "batch_size: 2\nshape: [16, 16, 32]\nlevels: 3\nfilters: 4\nsteps: 2\n";
+  const Measured m = measure({kPython, kTrainPy, "--config", config, "--workers", "1"},
+                             {{"MEMWATCH_CONFIG_PARAMS",
+                               "--config:batch_size:batch,--config:shape:volume,"
+                               "--config:shape[2]:width,--config:epochs:epochs"}});
+  ASSERT_EQ(m.run.exit_code, 0) << m.run.err;
+  EXPECT_EQ(m.report["workload"], "train");
+  EXPECT_EQ(m.report["params"]["batch"], 2);
+  EXPECT_EQ(m.report["params"]["volume"], 16 * 16 * 32);
+  EXPECT_EQ(m.report["params"]["width"], 32);
+  EXPECT_FALSE(m.report["params"].contains("epochs"));
+  EXPECT_NE(m.run.err.find("MEMWATCH_CONFIG_PARAMS: " + config + ": 'epochs' is not in it"),
+            std::string::npos)
+      << m.run.err;
+  EXPECT_EQ(m.expected["workers"], 1);
+  EXPECT_GT(m.report["host"]["peak_bytes"].get<std::int64_t>(), 20 << 20);
 }
 
 }  // namespace

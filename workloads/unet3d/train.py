@@ -57,6 +57,38 @@ def shape3(text):
     return [positive_int(1)(p) for p in parts]
 
 
+def config_flags(argv, parser):
+    """The options of the YAML file named by --config as flags, to stand before the command
+    line's own (which win): `batch_size: 4` is `--batch-size 4`, `shape: [32, 64, 64]` is
+    `--shape 32,64,64`."""
+    path = None
+    for i, word in enumerate(argv):
+        if word == "--config" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif word.startswith("--config="):
+            path = word.split("=", 1)[1]
+    if path is None:
+        return []
+    import yaml
+    try:
+        with open(path) as f:
+            options = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        raise UsageError(f"--config {path}: {e}")
+    if not isinstance(options, dict):
+        raise UsageError(f"--config {path}: expected a mapping of option: value")
+    flags = {a.dest: a.option_strings[0] for a in parser._actions
+             if a.option_strings and a.dest not in ("help", "config")}
+    tokens = []
+    for key, value in options.items():
+        if key not in flags:
+            raise UsageError(f"--config {path}: unknown option '{key}' "
+                             f"(expected one of {', '.join(sorted(flags))})")
+        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        tokens += [flags[key], text]
+    return tokens
+
+
 def parse_options(argv):
     p = Parser(prog="train.py", allow_abbrev=False,
                description="Trains the reference 3D U-net; the last stdout line is a JSON summary.")
@@ -74,7 +106,9 @@ def parse_options(argv):
     p.add_argument("--seed", type=positive_int(0), default=0)
     p.add_argument("--lr", type=positive_float, default=1e-3)
     p.add_argument("--data")
-    o = p.parse_args(argv)
+    p.add_argument("--workers", type=positive_int(0), default=0)
+    p.add_argument("--config")
+    o = p.parse_args(config_flags(argv, p) + argv)
     if o.dim is not None and o.shape is not None:
         raise UsageError("give --dim or --shape, not both")
     if o.levels > 12:
@@ -243,6 +277,30 @@ def nifti_batch(o, volumes, step):
     return torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
 
 
+class Batches(torch.utils.data.Dataset):
+    """A step's batch per index, made in a DataLoader worker process (--workers N), each seeded
+    by its step so that the batches do not depend on the number of workers."""
+
+    def __init__(self, o, volumes):
+        self.o, self.volumes = o, volumes
+
+    def __len__(self):
+        return self.o.steps
+
+    def __getitem__(self, step):
+        torch.manual_seed(self.o.seed * 1_000_003 + step)
+        return nifti_batch(self.o, self.volumes, step) if self.volumes else synthetic_batch(self.o)
+
+
+def batches(o, volumes):
+    if o.workers == 0:
+        for step in range(o.steps):
+            yield nifti_batch(o, volumes, step) if volumes else synthetic_batch(o)
+        return
+    yield from torch.utils.data.DataLoader(Batches(o, volumes), batch_size=None,
+                                           num_workers=o.workers)
+
+
 def dice_bce_loss(prob, target):
     dims = (0, 2, 3, 4)
     inter = (prob * target).sum(dims)
@@ -268,9 +326,10 @@ def train(o):
 
     first_loss = final_loss = None
     train_start = time.monotonic()
+    source = batches(o, volumes)
     for step in range(o.steps):
         step_start = time.monotonic()
-        image, label = nifti_batch(o, volumes, step) if volumes else synthetic_batch(o)
+        image, label = next(source)
         image, label = image.to(device), label.to(device)
         optimizer.zero_grad()
         # Autocast keeps fp32 master weights and runs the convolutions in bf16.
@@ -292,7 +351,7 @@ def train(o):
         "steps": o.steps, "batch_size": o.batch_size, "shape": o.shape,
         "channels": o.channels, "classes": o.classes, "filters": o.filters, "levels": o.levels,
         "precision": o.precision, "device": o.device, "threads": torch.get_num_threads(),
-        "seed": o.seed, "data": "nifti" if volumes else "synthetic",
+        "seed": o.seed, "data": "nifti" if volumes else "synthetic", "workers": o.workers,
         "first_loss": json_number(first_loss), "final_loss": json_number(final_loss),
         "step_s": train_s / o.steps if o.steps else None,
         "elapsed_s": time.monotonic() - start,
