@@ -6,6 +6,7 @@
 //   string  := length (u16, <= kMaxString) bytes
 //   params  := count (u16, <= kMaxParams) { name: string, value: f64 (finite) }
 //   list    := count (u16, <= kMaxDevices) { i64 }
+//   figures := i64 each, in the order of figures.hpp: SAMPLE's figures, or the run figures (BYE)
 #pragma once
 
 #include <bit>
@@ -19,17 +20,17 @@
 #include <variant>
 #include <vector>
 
+#include "memwatch/protocol/figures.hpp"
+#include "memwatch/protocol/run_facts.hpp"
+
 namespace memwatch::protocol {
 
 inline constexpr std::uint8_t kMagic = 'M';
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kMaxString = 4096;
 inline constexpr std::size_t kMaxParams = 64;
-inline constexpr std::size_t kMaxDevices = 16;
 
 enum class MessageType : std::uint8_t { hello = 1, sample = 2, bye = 3, verdict = 4 };
-enum class ExitCause : std::uint8_t { exit = 0, underscore_exit = 1, signal = 2, killed = 3 };
-enum class OnOom : std::uint8_t { warn = 0, abort = 1, off = 2 };
 enum class VerdictKind : std::uint8_t { no_model = 0, fits = 1, over_capacity = 2 };
 
 using Params = std::vector<std::pair<std::string, double>>;
@@ -47,30 +48,19 @@ struct Hello {
   friend bool operator==(const Hello&, const Hello&) = default;
 };
 
-// Periodic, and at each new high-water step.
+// Periodic, and at each new high-water step: the SAMPLE figures (figures.hpp).
 struct Sample {
   std::uint32_t pid = 0;
   double t_s = 0;  // since the program started
-  std::int64_t host_live_bytes = 0;
-  std::int64_t host_peak_bytes = 0;
-  std::int64_t heap_live_bytes = 0;
-  std::int64_t mmap_live_bytes = 0;
-  std::int64_t device_live_bytes = 0;
-  std::int64_t device_peak_bytes = 0;
+  MEMWATCH_FIGURES(MEMWATCH_FIGURE_SAMPLE_MEMBER)
   friend bool operator==(const Sample&, const Sample&) = default;
 };
 
-// The final figures, as in the report.
+// The final figures, as in the report: the run figures (figures.hpp) and each device's peak.
 struct Bye {
   std::uint32_t pid = 0;
   double elapsed_s = 0;
-  std::int64_t host_peak_bytes = 0;
-  std::int64_t heap_peak_bytes = 0;
-  std::int64_t mmap_peak_bytes = 0;
-  std::int64_t device_peak_bytes = 0;
-  std::int64_t pinned_peak_bytes = 0;
-  std::int64_t managed_peak_bytes = 0;
-  std::int64_t rss_hwm_bytes = 0;
+  MEMWATCH_FIGURES(MEMWATCH_FIGURE_RUN_MEMBER)
   std::vector<std::int64_t> device_peaks;
   ExitCause cause = ExitCause::exit;
   std::int32_t detail = 0;  // signal number or _exit status
@@ -126,7 +116,7 @@ class Writer {
     }
   }
   void list(const std::vector<std::int64_t>& vs) {
-    const std::size_t n = std::min(vs.size(), kMaxDevices);
+    const std::size_t n = std::min(vs.size(), static_cast<std::size_t>(kMaxDevices));
     u16(static_cast<std::uint16_t>(n));
     for (std::size_t i = 0; i < n; ++i) i64(vs[i]);
   }
@@ -176,7 +166,7 @@ class Reader {
   std::vector<std::int64_t> list() {
     const std::size_t n = u16();
     std::vector<std::int64_t> vs;
-    if (n > kMaxDevices) failed_ = true;
+    if (n > static_cast<std::size_t>(kMaxDevices)) failed_ = true;
     for (std::size_t i = 0; i < n && !failed_; ++i) vs.push_back(i64());
     return vs;
   }
@@ -223,9 +213,7 @@ inline std::string encode(const Sample& m) {
   wire_detail::Writer w(MessageType::sample);
   w.u32(m.pid);
   w.f64(m.t_s);
-  for (std::int64_t v : {m.host_live_bytes, m.host_peak_bytes, m.heap_live_bytes,
-                         m.mmap_live_bytes, m.device_live_bytes, m.device_peak_bytes})
-    w.i64(v);
+  for_each_sample_figure(m, [&](const Figure&, std::int64_t v) { w.i64(v); });
   return w.take();
 }
 
@@ -233,10 +221,7 @@ inline std::string encode(const Bye& m) {
   wire_detail::Writer w(MessageType::bye);
   w.u32(m.pid);
   w.f64(m.elapsed_s);
-  for (std::int64_t v : {m.host_peak_bytes, m.heap_peak_bytes, m.mmap_peak_bytes,
-                         m.device_peak_bytes, m.pinned_peak_bytes, m.managed_peak_bytes,
-                         m.rss_hwm_bytes})
-    w.i64(v);
+  for_each_run_figure(m, [&](const Figure&, std::int64_t v) { w.i64(v); });
   w.list(m.device_peaks);
   w.u8(static_cast<std::uint8_t>(m.cause));
   w.i32(m.detail);
@@ -290,9 +275,7 @@ inline std::optional<Message> decode(std::string_view frame) {
       Sample m;
       m.pid = r.u32();
       m.t_s = r.f64();
-      for (std::int64_t* v : {&m.host_live_bytes, &m.host_peak_bytes, &m.heap_live_bytes,
-                              &m.mmap_live_bytes, &m.device_live_bytes, &m.device_peak_bytes})
-        *v = r.i64();
+      for_each_sample_figure(m, [&](const Figure&, std::int64_t& v) { v = r.i64(); });
       out = m;
       break;
     }
@@ -300,10 +283,7 @@ inline std::optional<Message> decode(std::string_view frame) {
       Bye m;
       m.pid = r.u32();
       m.elapsed_s = r.f64();
-      for (std::int64_t* v : {&m.host_peak_bytes, &m.heap_peak_bytes, &m.mmap_peak_bytes,
-                              &m.device_peak_bytes, &m.pinned_peak_bytes, &m.managed_peak_bytes,
-                              &m.rss_hwm_bytes})
-        *v = r.i64();
+      for_each_run_figure(m, [&](const Figure&, std::int64_t& v) { v = r.i64(); });
       m.device_peaks = r.list();
       const std::uint8_t cause = r.u8();
       if (!valid_enum(cause, ExitCause::killed)) return std::nullopt;
