@@ -33,13 +33,9 @@ bool parse_double(std::string_view text, double& out) {
   return ec == std::errc() && end == text.data() + text.size() && std::isfinite(out);
 }
 
-bool valid_name(std::string_view name) {
-  if (name.empty() || name.size() >= sizeof(Param::name)) return false;
-  for (char c : name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
-      return false;
-  return true;
-}
+// Workload and parameter names: the protocol's rule, which the daemon applies too.
+using protocol::valid_name;
+static_assert(sizeof(Param::name) > protocol::kMaxNameLength);
 
 // Calls fn(item) for each comma-separated item; stops at the first error fn returns.
 template <typename Fn>
@@ -73,34 +69,6 @@ std::string set_param(Config& config, std::string_view name, double value) {
 }
 
 }  // namespace
-
-std::int64_t config_parse_size(std::string_view text) {
-  text = trim(text);
-  std::size_t digits = 0;
-  while (digits < text.size() &&
-         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
-    ++digits;
-  double number = 0;
-  if (digits == 0 || !parse_double(text.substr(0, digits), number)) return -1;
-  const std::string_view unit = trim(text.substr(digits));
-  struct Unit {
-    std::string_view name;
-    double factor;
-  };
-  static constexpr Unit units[] = {
-      {"", 1},       {"B", 1},        {"K", 0x1p10},   {"KiB", 0x1p10}, {"KB", 1e3},
-      {"M", 0x1p20}, {"MiB", 0x1p20}, {"MB", 1e6},     {"G", 0x1p30},   {"GiB", 0x1p30},
-      {"GB", 1e9},   {"T", 0x1p40},   {"TiB", 0x1p40}, {"TB", 1e12},
-  };
-  for (const Unit& u : units) {
-    if (unit == u.name) {
-      const double bytes = number * u.factor;
-      if (bytes > 0x1p62) return -1;
-      return static_cast<std::int64_t>(std::llround(bytes));
-    }
-  }
-  return -1;
-}
 
 std::string config_parse_params(std::string_view text, Config& config) {
   return for_each_item(text, [&](std::string_view item) -> std::string {

@@ -10,13 +10,15 @@
 #include <string_view>
 
 #include "counters.hpp"
+#include "memwatch/protocol/parse.hpp"
+#include "memwatch/protocol/run_facts.hpp"
 #include "memwatch/protocol/trend.hpp"
 
 namespace memwatch::shim {
 
 inline constexpr int kMaxParams = 32;
 
-enum class OnOom { warn, abort, off };
+using protocol::OnOom;
 enum class Allocator { system, jemalloc };
 
 struct Param {
@@ -59,7 +61,9 @@ std::string config_parse_config_params(std::string_view spec, int argc, char** a
                                        Config& config);
 std::string config_parse_capacity(std::string_view text, Config& config);
 // "24GiB", "1.5G", "512MB", "1000": bytes, or -1 when `text` is not a size.
-std::int64_t config_parse_size(std::string_view text);
+inline std::int64_t config_parse_size(std::string_view text) {
+  return protocol::parse_size(text);
+}
 
 // MEMWATCH_ALLOCATOR's values; also read before the configuration exists (real_functions.cpp).
 bool config_parse_allocator(std::string_view text, Allocator& out);

@@ -81,58 +81,12 @@ void counters_use_block(CounterBlock* block) noexcept {
 void counters_init_block(CounterBlock& block, std::int32_t pid, double start_unix_s,
                          bool keep_peaks) noexcept {
   const CounterSnapshot s = counters_snapshot(counters_block());
-  auto set = [](std::atomic<std::int64_t>& a, std::int64_t v) {
-    a.store(v, std::memory_order_relaxed);
-  };
   block.magic = CounterBlock::kMagic;
   block.version = CounterBlock::kBlockVersion;
   block.pid = pid;
   block.start_unix_s = start_unix_s;
-  set(block.heap_live, s.heap_live);
-  set(block.mmap_live, s.mmap_live);
-  set(block.host_live, s.host_live);
-  set(block.heap_peak, keep_peaks ? s.heap_peak : s.heap_live);
-  set(block.mmap_peak, keep_peaks ? s.mmap_peak : s.mmap_live);
-  set(block.host_peak, keep_peaks ? s.host_peak : s.host_live);
-  set(block.threads_live, s.threads_live);
-  set(block.threads_peak, keep_peaks ? s.threads_peak : s.threads_live);
-  for (int i = 0; i < kMaxDevices; ++i) {
-    set(block.device_live[i], s.device_live[i]);
-    set(block.device_peak[i], keep_peaks ? s.device_peak[i] : s.device_live[i]);
-  }
-  set(block.device_sum_live, s.device_sum_live);
-  set(block.device_sum_peak, keep_peaks ? s.device_sum_peak : s.device_sum_live);
-  set(block.pinned_live, s.pinned_live);
-  set(block.pinned_peak, keep_peaks ? s.pinned_peak : s.pinned_live);
-  set(block.managed_live, s.managed_live);
-  set(block.managed_peak, keep_peaks ? s.managed_peak : s.managed_live);
+  protocol::counters_store(block, s, keep_peaks);
   block.exited.store(0, std::memory_order_relaxed);
-}
-
-CounterSnapshot counters_snapshot(const CounterBlock& b) noexcept {
-  CounterSnapshot s{};
-  auto get = [](const std::atomic<std::int64_t>& a) { return a.load(std::memory_order_relaxed); };
-  s.heap_live = get(b.heap_live);
-  s.mmap_live = get(b.mmap_live);
-  s.host_live = get(b.host_live);
-  s.heap_peak = get(b.heap_peak);
-  s.mmap_peak = get(b.mmap_peak);
-  s.host_peak = get(b.host_peak);
-  s.threads_live = get(b.threads_live);
-  s.threads_peak = get(b.threads_peak);
-  for (int i = 0; i < kMaxDevices; ++i) {
-    s.device_live[i] = get(b.device_live[i]);
-    s.device_peak[i] = get(b.device_peak[i]);
-  }
-  s.device_sum_live = get(b.device_sum_live);
-  s.device_sum_peak = get(b.device_sum_peak);
-  s.pinned_live = get(b.pinned_live);
-  s.pinned_peak = get(b.pinned_peak);
-  s.managed_live = get(b.managed_live);
-  s.managed_peak = get(b.managed_peak);
-  s.pid = b.pid;
-  s.exited = b.exited.load(std::memory_order_relaxed) != 0;
-  return s;
 }
 
 void counters_heap_flush_slow(ThreadCounters& t, std::int64_t delta) noexcept {

@@ -12,61 +12,21 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "memwatch/protocol/counter_block.hpp"
+
 namespace memwatch::shim {
+
+// The block's layout, its snapshot and the device slots are the protocol's: a watcher in another
+// process reads them.
+using protocol::CounterBlock;
+using protocol::counters_snapshot;
+using protocol::CounterSnapshot;
+using protocol::kMaxDevices;
 
 inline constexpr std::int64_t kBatchBytes = 64 * 1024;  // default per-thread batch
 inline constexpr std::int64_t kMaxBatchBytes = 128 * 1024;
 inline constexpr std::int64_t kExactBytes = 256 * 1024;
 static_assert(kExactBytes >= 2 * kMaxBatchBytes, "a large block must overflow any batch");
-inline constexpr int kMaxDevices = 16;
-
-// The block a watcher reads. It lives in a shared-memory segment (see segment.hpp), so every
-// field is an address-free lock-free atomic; the layout is versioned by kBlockVersion.
-struct CounterBlock {
-  static constexpr std::uint64_t kMagic = 0x3174617777656d6dULL;  // "mmewwat1"
-  static constexpr std::uint32_t kBlockVersion = 1;
-
-  std::uint64_t magic;
-  std::uint32_t version;
-  std::int32_t pid;
-  double start_unix_s;
-
-  alignas(64) std::atomic<std::int64_t> heap_live;
-  std::atomic<std::int64_t> mmap_live;
-  std::atomic<std::int64_t> host_live;  // heap + mmap, updated with them: its peak is exact
-  alignas(64) std::atomic<std::int64_t> heap_peak;
-  std::atomic<std::int64_t> mmap_peak;
-  std::atomic<std::int64_t> host_peak;
-  std::atomic<std::int64_t> threads_live;
-  std::atomic<std::int64_t> threads_peak;
-
-  alignas(64) std::atomic<std::int64_t> device_live[kMaxDevices];
-  std::atomic<std::int64_t> device_peak[kMaxDevices];
-  std::atomic<std::int64_t> device_sum_live;
-  std::atomic<std::int64_t> device_sum_peak;
-  std::atomic<std::int64_t> pinned_live;
-  std::atomic<std::int64_t> pinned_peak;
-  std::atomic<std::int64_t> managed_live;
-  std::atomic<std::int64_t> managed_peak;
-
-  // 0 while the process runs, 1 once it exited cleanly (a watcher that finds 0 and no process
-  // knows the process was killed).
-  std::atomic<std::uint32_t> exited;
-};
-
-static_assert(std::atomic<std::int64_t>::is_always_lock_free);
-
-// A plain copy of a block, for reports and watchers.
-struct CounterSnapshot {
-  std::int64_t heap_live, mmap_live, host_live;
-  std::int64_t heap_peak, mmap_peak, host_peak;
-  std::int64_t threads_live, threads_peak;
-  std::int64_t device_live[kMaxDevices], device_peak[kMaxDevices];
-  std::int64_t device_sum_live, device_sum_peak;
-  std::int64_t pinned_live, pinned_peak, managed_live, managed_peak;
-  std::int32_t pid;
-  bool exited;
-};
 
 // The block the counters go to now: a static one until the segment exists, then the segment's.
 CounterBlock& counters_block() noexcept;
@@ -75,7 +35,6 @@ void counters_use_block(CounterBlock* block) noexcept;
 // child (keep_peaks false) they restart from what the child inherited.
 void counters_init_block(CounterBlock& block, std::int32_t pid, double start_unix_s,
                          bool keep_peaks) noexcept;
-CounterSnapshot counters_snapshot(const CounterBlock& block) noexcept;
 
 // Raises `peak` to at least `value`.
 inline void counters_raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) noexcept {

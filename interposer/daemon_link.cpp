@@ -97,9 +97,7 @@ void DaemonLink::started() {
   for (int i = 0; i < kMaxDevices; ++i)
     if (c.device_capacity[i] > 0) devices = i + 1;
   for (int i = 0; i < devices; ++i) hello.device_capacity_bytes.push_back(c.device_capacity[i]);
-  hello.on_oom = c.on_oom == OnOom::abort ? protocol::OnOom::abort
-                 : c.on_oom == OnOom::off ? protocol::OnOom::off
-                                          : protocol::OnOom::warn;
+  hello.on_oom = c.on_oom;
   send(protocol::encode(hello));
 
   // The program waits (bounded) for this: poll here rather than at the next sample.
@@ -133,12 +131,7 @@ protocol::Sample DaemonLink::make_sample(const CounterSnapshot& s) const {
   protocol::Sample m;
   m.pid = static_cast<std::uint32_t>(getpid());
   m.t_s = proc_monotonic_s() - facts_.start_monotonic_s;
-  m.host_live_bytes = s.host_live;
-  m.host_peak_bytes = s.host_peak;
-  m.heap_live_bytes = s.heap_live;
-  m.mmap_live_bytes = s.mmap_live;
-  m.device_live_bytes = s.device_sum_live;
-  m.device_peak_bytes = s.device_sum_peak;
+  protocol::copy_sample_figures(s, m);
   return m;
 }
 
@@ -161,18 +154,10 @@ void DaemonLink::stopping(const CounterSnapshot& s) {
   protocol::Bye bye;
   bye.pid = static_cast<std::uint32_t>(getpid());
   bye.elapsed_s = proc_monotonic_s() - facts_.start_monotonic_s;
-  bye.host_peak_bytes = s.host_peak;
-  bye.heap_peak_bytes = s.heap_peak;
-  bye.mmap_peak_bytes = s.mmap_peak;
-  bye.device_peak_bytes = s.device_sum_peak;
-  bye.pinned_peak_bytes = s.pinned_peak;
-  bye.managed_peak_bytes = s.managed_peak;
-  bye.rss_hwm_bytes = proc_rss_hwm_bytes();
-  for (int i = 0; i < kMaxDevices; ++i)
-    if (s.device_peak[i] > 0) {
-      bye.device_peaks.resize(static_cast<std::size_t>(i) + 1, 0);
-      bye.device_peaks[static_cast<std::size_t>(i)] = s.device_peak[i];
-    }
+  CounterSnapshot last = s;
+  last.rss_hwm = proc_rss_hwm_bytes();  // the figures of source `process`
+  protocol::copy_run_figures(last, bye);
+  bye.device_peaks = protocol::device_peaks_of(last);
   bye.cause = protocol::ExitCause::exit;
   send(protocol::encode(bye));
   // Only a daemon that answered is worth waiting for; otherwise queued frames are dropped.

@@ -22,15 +22,6 @@ struct SourceName {
 constexpr SourceName kSourceNames[] = {
     {kSourceCupti, "cupti"}, {kSourceRuntime, "runtime-hooks"}, {kSourceDriver, "driver-hooks"}};
 
-const char* cause_name(ExitCause cause) {
-  switch (cause) {
-    case ExitCause::exit: return "exit";
-    case ExitCause::underscore_exit: return "_exit";
-    case ExitCause::signal: return "signal";
-  }
-  return "exit";
-}
-
 // Appends `value` in decimal to out[n...]; returns the new length.
 std::size_t append_int(char* out, std::size_t n, std::size_t cap, long value) {
   char digits[24];
@@ -168,8 +159,15 @@ const char* write_in_place(const char* path, std::string_view json) {
 
 std::string_view report_format(const ReportFacts& f, char* buf, std::size_t capacity) noexcept {
   const Config& c = *f.config;
-  const CounterSnapshot& s = f.counters;
+  CounterSnapshot s = f.counters;
+  s.rss_hwm = f.rss_hwm_bytes;
   JsonBuffer j(buf, capacity);
+  // Every figure (figures.hpp) under its key, in its group: "host", or the top level.
+  auto figures_of = [&](std::string_view group) {
+    protocol::for_each_figure(s, [&](const protocol::Figure& figure, std::int64_t value) {
+      if (figure.report_group == group) j.raw(",").key(figure.report_key).integer(value);
+    });
+  };
   j.raw("{").key("schema").string("memwatch.report/1");
   j.raw(",").key("pid").integer(f.pid);
   j.raw(",").key("workload").string(c.workload);
@@ -180,16 +178,11 @@ std::string_view report_format(const ReportFacts& f, char* buf, std::size_t capa
   }
   j.raw("}");
   j.raw(",").key("host").raw("{");
-  j.key("peak_bytes").integer(s.host_peak);
-  j.raw(",").key("heap_peak_bytes").integer(s.heap_peak);
-  j.raw(",").key("mmap_peak_bytes").integer(s.mmap_peak);
-  j.raw(",").key("live_bytes").integer(s.host_live);
-  j.raw(",").key("heap_live_bytes").integer(s.heap_live);
-  j.raw(",").key("mmap_live_bytes").integer(s.mmap_live);
-  j.raw(",").key("error_bound_bytes").integer(f.error_bound_bytes);
+  j.key("error_bound_bytes").integer(f.error_bound_bytes);
   j.raw(",").key("capacity_bytes").integer(f.host_capacity_bytes);
+  figures_of("host");
   j.raw("}");
-  j.raw(",").key("device_peak_bytes").integer(s.device_sum_peak);
+  figures_of("");
   j.raw(",").key("devices").raw("[");
   bool first = true;
   for (int i = 0; i < kMaxDevices; ++i) {
@@ -204,9 +197,6 @@ std::string_view report_format(const ReportFacts& f, char* buf, std::size_t capa
     j.raw("}");
   }
   j.raw("]");
-  j.raw(",").key("pinned_peak_bytes").integer(s.pinned_peak);
-  j.raw(",").key("managed_live_bytes").integer(s.managed_live);
-  j.raw(",").key("pinned_live_bytes").integer(s.pinned_live);
   j.raw(",").key("sources").raw("[");
   const char* separator = "";
   for (const auto& [bit, name] : kSourceNames) {
@@ -215,12 +205,9 @@ std::string_view report_format(const ReportFacts& f, char* buf, std::size_t capa
     separator = ",";
   }
   j.raw("]");
-  j.raw(",").key("managed_peak_bytes").integer(s.managed_peak);
-  j.raw(",").key("rss_hwm_bytes").integer(f.rss_hwm_bytes);
-  j.raw(",").key("threads_peak").integer(s.threads_peak);
   j.raw(",").key("allocator").string(c.allocator == Allocator::jemalloc ? "jemalloc" : "system");
   j.raw(",").key("elapsed_s").number(f.elapsed_s);
-  j.raw(",").key("exit").raw("{").key("cause").string(cause_name(f.cause));
+  j.raw(",").key("exit").raw("{").key("cause").string(protocol::exit_cause_name(f.cause));
   if (f.cause == ExitCause::signal) j.raw(",").key("signal").integer(f.detail);
   if (f.cause == ExitCause::underscore_exit) j.raw(",").key("status").integer(f.detail);
   j.raw("}}\n");

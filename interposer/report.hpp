@@ -8,14 +8,15 @@
 
 #include "config.hpp"
 #include "counters.hpp"
+#include "memwatch/protocol/run_facts.hpp"
 
 namespace memwatch::shim {
 
-enum class ExitCause { exit, underscore_exit, signal };
+using protocol::ExitCause;
 
 struct ReportFacts {
   const Config* config;
-  CounterSnapshot counters;
+  CounterSnapshot counters;  // its figures of source `process` are the fields below
   std::int64_t error_bound_bytes;
   std::int64_t rss_hwm_bytes;
   std::int64_t host_capacity_bytes;

@@ -1,21 +1,18 @@
-// The per-process shared-memory segment that holds the counters (Boost.Interprocess), named
-// memwatch.<pid> (/dev/shm/memwatch.<pid>). It outlives a SIGKILLed process, so a watcher (the
-// daemon) can still read the last live and peak values; a clean exit removes it.
+// The shim's side of its shared-memory segment (memwatch/protocol/segment.hpp): it creates the
+// segment and counts into it; reading and removing it are the protocol's, shared with watchers.
 #pragma once
 
-#include <optional>
-#include <string>
-
 #include "counters.hpp"
+#include "memwatch/protocol/segment.hpp"
 
 namespace memwatch::shim {
 
-std::string segment_name(int pid);
+using protocol::segment_name;
+using protocol::segment_read;
+using protocol::segment_remove;
+
 // Creates (or re-creates) the segment of `pid` and returns its mapped block; never unmapped,
 // since hooks may count into it until the process is gone. nullptr on failure.
 CounterBlock* segment_create(int pid) noexcept;
-void segment_remove(int pid) noexcept;
-// A watcher's copy of a process's counters, if its segment exists and is memwatch's.
-std::optional<CounterSnapshot> segment_read(int pid) noexcept;
 
 }  // namespace memwatch::shim
