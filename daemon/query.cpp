@@ -45,21 +45,20 @@ json run_json(const Run& r) {
     else
       params[name] = value;
   }
-  return {{"id", r.id},
-          {"workload", r.workload},
-          {"params", params},
-          {"host", r.host},
-          {"pid", r.pid},
-          {"status", status_name(r.status)},
-          {"started", r.started_unix_s},
-          {"elapsed_s", r.elapsed_s},
-          {"host_peak_bytes", r.host_peak_bytes},
-          {"heap_peak_bytes", r.heap_peak_bytes},
-          {"mmap_peak_bytes", r.mmap_peak_bytes},
-          {"device_peak_bytes", r.device_peak_bytes},
-          {"rss_hwm_bytes", r.rss_hwm_bytes},
-          {"exit_cause", r.exit_cause},
-          {"samples", r.samples}};
+  json run = {{"id", r.id},
+              {"workload", r.workload},
+              {"params", params},
+              {"host", r.host},
+              {"pid", r.pid},
+              {"status", status_name(r.status)},
+              {"started", r.started_unix_s},
+              {"elapsed_s", r.elapsed_s},
+              {"device_peaks", r.device_peaks},
+              {"exit_cause", r.exit_cause},
+              {"samples", r.samples}};
+  protocol::for_each_run_figure(
+      r, [&](const protocol::Figure& f, std::int64_t v) { run[std::string(f.name)] = v; });
+  return run;
 }
 
 QueryTable::QueryTable(QueryContext context) : context_(std::move(context)) {

@@ -4,15 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <iterator>
 #include <thread>
 #include <zmq_addon.hpp>
 
+#include "memwatch/protocol/parse.hpp"
+#include "memwatch/protocol/segment.hpp"
 #include "refit.hpp"
-#include "segment.hpp"
 #include "verdict.hpp"
 #include "warnings.hpp"
 
@@ -49,17 +49,10 @@ std::string this_host() {
   return name;
 }
 
-bool valid_name(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (char c : name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
-      return false;
-  return true;
-}
-
 // What the store accepts: the decoder already refused non-finite numbers and over-long frames;
 // memory parameters are sizes and counts, never negative, and names are plain words.
 bool valid_hello(const protocol::Hello& h) {
+  using protocol::valid_name;
   if (!valid_name(h.workload) || h.host.size() > 255 || h.host_capacity_bytes < 0) return false;
   for (const auto& [name, value] : h.params)
     if (!valid_name(name) || value < 0 || value > 1e15) return false;
@@ -248,15 +241,15 @@ void Server::check_liveness() {
   for (const Run& run : store_.running_on(host_)) {
     if (!process_gone(run.pid)) continue;
     // Died without BYE (SIGKILL, the OOM killer): its counters survive in shared memory.
-    const auto last = shim::segment_read(static_cast<int>(run.pid));
-    if (last) {
-      store_.mark_killed(run.id, last->host_peak, last->heap_peak, last->mmap_peak,
-                         last->device_sum_peak, unix_now() - run.started_unix_s);
-      shim::segment_remove(static_cast<int>(run.pid));
-    } else {
-      store_.mark_killed(run.id, run.host_peak_bytes, run.heap_peak_bytes, run.mmap_peak_bytes,
-                         run.device_peak_bytes, run.elapsed_s);
+    // Without them the run keeps what its samples raised.
+    protocol::Bye last;
+    if (const auto counters = protocol::segment_read(static_cast<int>(run.pid))) {
+      protocol::copy_run_figures(*counters, last);
+      last.device_peaks = protocol::device_peaks_of(*counters);
+      last.elapsed_s = unix_now() - run.started_unix_s;
+      protocol::segment_remove(static_cast<int>(run.pid));
     }
+    store_.mark_killed(run.id, last);
     publish({{"event", "run_killed"}, {"run", run.id}, {"workload", run.workload}});
   }
 }

@@ -1,14 +1,20 @@
 #include "store.hpp"
 
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <unordered_map>
 
 namespace memwatch::daemon {
 
 namespace {
 
-constexpr const char* kSchema = R"sql(
+using protocol::Figure;
+using protocol::kFigures;
+
+// The runs table without its figures: those come from figures.hpp (figure_columns).
+constexpr const char* kRunsTable = R"sql(
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY,
   workload TEXT NOT NULL,
@@ -18,18 +24,12 @@ CREATE TABLE IF NOT EXISTS runs (
   status TEXT NOT NULL,
   started REAL NOT NULL,
   elapsed_s REAL NOT NULL DEFAULT 0,
-  host_peak_bytes INTEGER NOT NULL DEFAULT 0,
-  heap_peak_bytes INTEGER NOT NULL DEFAULT 0,
-  mmap_peak_bytes INTEGER NOT NULL DEFAULT 0,
-  device_peak_bytes INTEGER NOT NULL DEFAULT 0,
-  pinned_peak_bytes INTEGER NOT NULL DEFAULT 0,
-  managed_peak_bytes INTEGER NOT NULL DEFAULT 0,
-  rss_hwm_bytes INTEGER NOT NULL DEFAULT 0,
   host_capacity_bytes INTEGER NOT NULL DEFAULT 0,
   exit_cause TEXT NOT NULL DEFAULT '',
   exit_detail INTEGER NOT NULL DEFAULT 0,
-  samples INTEGER NOT NULL DEFAULT 0
-);
+  samples INTEGER NOT NULL DEFAULT 0)sql";
+
+constexpr const char* kOtherTables = R"sql(
 CREATE INDEX IF NOT EXISTS runs_by_workload ON runs(workload);
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs(status);
 -- Samples are kept compactly: the shim sends one per high-water step and a heartbeat. Rows are
@@ -118,10 +118,74 @@ RunStatus status_from(const std::string& s) {
   return RunStatus::running;
 }
 
-constexpr const char* kRunColumns =
-    "id, workload, params, host, pid, status, started, elapsed_s, host_peak_bytes, "
-    "heap_peak_bytes, mmap_peak_bytes, device_peak_bytes, rss_hwm_bytes, host_capacity_bytes, "
-    "exit_cause, samples";
+struct Column {
+  std::string name;
+  std::string declaration;
+};
+
+// The runs columns that follow the measured figures: one per run figure (figures.hpp), and each
+// device's peak as a JSON array. A store from before a figure existed gets its column when it is
+// opened (upgrade_schema).
+const std::vector<Column>& figure_columns() {
+  static const std::vector<Column> columns = [] {
+    std::vector<Column> c;
+    for (const Figure& f : kFigures)
+      if (f.run) c.push_back({std::string(f.name), "INTEGER NOT NULL DEFAULT 0"});
+    c.push_back({"device_peaks", "TEXT NOT NULL DEFAULT '[]'"});
+    return c;
+  }();
+  return columns;
+}
+
+std::string schema_sql() {
+  std::string sql = kRunsTable;
+  for (const Column& c : figure_columns()) sql += ",\n  " + c.name + " " + c.declaration;
+  return sql + "\n);" + kOtherTables;
+}
+
+// What read_run reads, in its order: the fixed columns, then figure_columns().
+constexpr int kFixedRunColumns = 11;
+const std::string& run_columns() {
+  static const std::string columns = [] {
+    std::string c =
+        "id, workload, params, host, pid, status, started, elapsed_s, host_capacity_bytes, "
+        "exit_cause, samples";
+    for (const Column& f : figure_columns()) c += ", " + f.name;
+    return c;
+  }();
+  return columns;
+}
+
+std::string peaks_json(const std::vector<std::int64_t>& peaks) {
+  return nlohmann::json(peaks).dump();
+}
+
+std::vector<std::int64_t> peaks_from_json(const std::string& text) {
+  std::vector<std::int64_t> peaks;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array()) return peaks;
+  for (const auto& v : j)
+    if (v.is_number_integer()) peaks.push_back(v.get<std::int64_t>());
+  return peaks;
+}
+
+// The figures a SAMPLE raises in its run's row: those that are both sent and kept.
+bool raised_by_samples(const Figure& f) {
+  return f.sample && f.run;
+}
+
+// Finishes its statement before returning: SQLite refuses to change the schema under one.
+std::vector<Column> missing_figure_columns(sqlite3* db) {
+  std::set<std::string> have;
+  {
+    Statement s(db, "SELECT name FROM pragma_table_info('runs')");
+    while (s.step()) have.insert(s.text(0));
+  }
+  std::vector<Column> missing;
+  for (const Column& c : figure_columns())
+    if (have.count(c.name) == 0) missing.push_back(c);
+  return missing;
+}
 
 // Finishes its statement before returning: SQLite refuses to change the schema under one.
 bool runs_count_samples(sqlite3* db) {
@@ -140,14 +204,12 @@ Run read_run(const Statement& s) {
   r.status = status_from(s.text(5));
   r.started_unix_s = s.real(6);
   r.elapsed_s = s.real(7);
-  r.host_peak_bytes = s.integer(8);
-  r.heap_peak_bytes = s.integer(9);
-  r.mmap_peak_bytes = s.integer(10);
-  r.device_peak_bytes = s.integer(11);
-  r.rss_hwm_bytes = s.integer(12);
-  r.host_capacity_bytes = s.integer(13);
-  r.exit_cause = s.text(14);
-  r.samples = s.integer(15);
+  r.host_capacity_bytes = s.integer(8);
+  r.exit_cause = s.text(9);
+  r.samples = s.integer(10);
+  int col = kFixedRunColumns;
+  protocol::for_each_run_figure(r, [&](const Figure&, std::int64_t& v) { v = s.integer(col++); });
+  r.device_peaks = peaks_from_json(s.text(col));
   return r;
 }
 
@@ -180,15 +242,17 @@ Store::Store(const std::string& path, StoreAccess access) : path_(path) {
     // it is in the WAL file before the daemon answers. Only an operating-system crash can lose
     // the last commits; FULL would pay an fsync per batch for that.
     exec("PRAGMA synchronous=NORMAL");
-    exec(kSchema);
+    exec(schema_sql().c_str());
     upgrade_schema();
+    std::string update_run = "UPDATE runs SET ";
+    for (const Figure& f : kFigures)
+      if (raised_by_samples(f))
+        update_run += std::string(f.name) + " = MAX(" + std::string(f.name) + ", ?), ";
+    update_run += "elapsed_s = MAX(elapsed_s, ?), samples = samples + ? WHERE id = ?";
     if (sqlite3_prepare_v3(db_, "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)", -1,
                            SQLITE_PREPARE_PERSISTENT, &insert_sample_, nullptr) != SQLITE_OK ||
-        sqlite3_prepare_v3(db_,
-                           "UPDATE runs SET host_peak_bytes = MAX(host_peak_bytes, ?), "
-                           "device_peak_bytes = MAX(device_peak_bytes, ?), "
-                           "elapsed_s = MAX(elapsed_s, ?), samples = samples + ? WHERE id = ?",
-                           -1, SQLITE_PREPARE_PERSISTENT, &update_run_, nullptr) != SQLITE_OK)
+        sqlite3_prepare_v3(db_, update_run.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &update_run_,
+                           nullptr) != SQLITE_OK)
       throw StoreError(sqlite3_errmsg(db_));
   } catch (const StoreError& e) {
     sqlite3_close(db_);
@@ -237,12 +301,16 @@ void Store::in_transaction(Work&& work) {
 
 void Store::upgrade_schema() {
   // A store from before runs.samples: count each run's samples once and drop the index that
-  // counting them needed. In one transaction, so a second connection opening the same file
+  // counting them needed. A store from before a figure (or the device peaks): add its column,
+  // zero in the runs it has. In one transaction, so a second connection opening the same file
   // finds the upgrade whole or not at all, and a failure leaves the file as it was. An upgraded
   // file is only read: opening it takes no write lock.
-  if (runs_count_samples(db_)) return;
+  if (runs_count_samples(db_) && missing_figure_columns(db_).empty()) return;
   in_transaction([this] {
-    if (runs_count_samples(db_)) return;  // another connection upgraded it meanwhile
+    // Asked again: another connection may have upgraded it meanwhile.
+    for (const Column& c : missing_figure_columns(db_))
+      exec(("ALTER TABLE runs ADD COLUMN " + c.name + " " + c.declaration).c_str());
+    if (runs_count_samples(db_)) return;
     exec("ALTER TABLE runs ADD COLUMN samples INTEGER NOT NULL DEFAULT 0");
     exec("UPDATE runs SET samples = (SELECT COUNT(*) FROM samples WHERE run_id = runs.id)");
     exec("DROP INDEX IF EXISTS samples_by_run");
@@ -281,7 +349,8 @@ void Store::flush_samples() {
   };
   // What the batch adds to each run's row: one update per run, not one per sample.
   struct RunChange {
-    std::int64_t host_peak = 0, device_peak = 0, samples = 0;
+    std::array<std::int64_t, protocol::kFigureCount> peaks{};  // by figure: raised_by_samples
+    std::int64_t samples = 0;
     double last_t_s = 0;
   };
   std::unordered_map<std::int64_t, RunChange> changes;
@@ -296,17 +365,21 @@ void Store::flush_samples() {
       sqlite3_bind_int64(insert_sample_, 6, m.device_peak_bytes);
       run_once(insert_sample_);
       RunChange& c = changes[q.run];
-      c.host_peak = std::max(c.host_peak, m.host_peak_bytes);
-      c.device_peak = std::max(c.device_peak, m.device_peak_bytes);
+      protocol::for_each_sample_figure(m, [&](const Figure& f, std::int64_t v) {
+        std::int64_t& peak = c.peaks[protocol::figure_index(f)];
+        peak = std::max(peak, v);
+      });
       c.last_t_s = std::max(c.last_t_s, m.t_s);
       ++c.samples;
     }
     for (const auto& [run, c] : changes) {
-      sqlite3_bind_int64(update_run_, 1, c.host_peak);
-      sqlite3_bind_int64(update_run_, 2, c.device_peak);
-      sqlite3_bind_double(update_run_, 3, c.last_t_s);
-      sqlite3_bind_int64(update_run_, 4, c.samples);
-      sqlite3_bind_int64(update_run_, 5, run);
+      int i = 1;
+      for (const Figure& f : kFigures)
+        if (raised_by_samples(f))
+          sqlite3_bind_int64(update_run_, i++, c.peaks[protocol::figure_index(f)]);
+      sqlite3_bind_double(update_run_, i++, c.last_t_s);
+      sqlite3_bind_int64(update_run_, i++, c.samples);
+      sqlite3_bind_int64(update_run_, i, run);
       run_once(update_run_);
     }
   });
@@ -316,39 +389,42 @@ void Store::flush_samples() {
 void Store::finish_run(std::int64_t run, const protocol::Bye& b) {
   flush_samples();  // a late sample must not overwrite the final figures below
   const bool signaled = b.cause == protocol::ExitCause::signal;
-  Statement s(db_,
-              "UPDATE runs SET status = ?, elapsed_s = ?, host_peak_bytes = ?, heap_peak_bytes = ?, "
-              "mmap_peak_bytes = ?, device_peak_bytes = ?, pinned_peak_bytes = ?, "
-              "managed_peak_bytes = ?, rss_hwm_bytes = ?, exit_cause = ?, exit_detail = ? "
-              "WHERE id = ?");
+  std::string sql =
+      "UPDATE runs SET status = ?, elapsed_s = ?, exit_cause = ?, exit_detail = ?, "
+      "device_peaks = ?";
+  protocol::for_each_run_figure(
+      b, [&](const Figure& f, std::int64_t) { sql += ", " + std::string(f.name) + " = ?"; });
+  Statement s(db_, (sql + " WHERE id = ?").c_str());
   s.bind(1, std::string(signaled ? "signaled" : "finished")).bind(2, b.elapsed_s);
-  s.bind(3, b.host_peak_bytes).bind(4, b.heap_peak_bytes).bind(5, b.mmap_peak_bytes);
-  s.bind(6, b.device_peak_bytes).bind(7, b.pinned_peak_bytes).bind(8, b.managed_peak_bytes);
-  s.bind(9, b.rss_hwm_bytes);
-  s.bind(10, std::string(b.cause == protocol::ExitCause::signal            ? "signal"
-                         : b.cause == protocol::ExitCause::underscore_exit ? "_exit"
-                                                                           : "exit"));
-  s.bind(11, static_cast<std::int64_t>(b.detail)).bind(12, run);
+  s.bind(3, std::string(protocol::exit_cause_name(b.cause)));
+  s.bind(4, static_cast<std::int64_t>(b.detail)).bind(5, peaks_json(b.device_peaks));
+  int i = 6;
+  protocol::for_each_run_figure(b, [&](const Figure&, std::int64_t v) { s.bind(i++, v); });
+  s.bind(i, run);
   s.step();
 }
 
-void Store::mark_killed(std::int64_t run, std::int64_t host_peak, std::int64_t heap_peak,
-                        std::int64_t mmap_peak, std::int64_t device_peak, double elapsed_s) {
+void Store::mark_killed(std::int64_t run, const protocol::Bye& last) {
   flush_samples();
-  Statement s(db_,
-              "UPDATE runs SET status = 'killed', exit_cause = 'killed', "
-              "host_peak_bytes = MAX(host_peak_bytes, ?), heap_peak_bytes = MAX(heap_peak_bytes, ?), "
-              "mmap_peak_bytes = MAX(mmap_peak_bytes, ?), "
-              "device_peak_bytes = MAX(device_peak_bytes, ?), elapsed_s = MAX(elapsed_s, ?) "
-              "WHERE id = ?");
-  s.bind(1, host_peak).bind(2, heap_peak).bind(3, mmap_peak).bind(4, device_peak);
-  s.bind(5, elapsed_s).bind(6, run);
+  std::string sql =
+      "UPDATE runs SET status = 'killed', exit_cause = 'killed', elapsed_s = MAX(elapsed_s, ?)";
+  if (!last.device_peaks.empty()) sql += ", device_peaks = ?";
+  protocol::for_each_run_figure(last, [&](const Figure& f, std::int64_t) {
+    const std::string name(f.name);
+    sql += ", " + name + " = MAX(" + name + ", ?)";
+  });
+  Statement s(db_, (sql + " WHERE id = ?").c_str());
+  int i = 1;
+  s.bind(i++, last.elapsed_s);
+  if (!last.device_peaks.empty()) s.bind(i++, peaks_json(last.device_peaks));
+  protocol::for_each_run_figure(last, [&](const Figure&, std::int64_t v) { s.bind(i++, v); });
+  s.bind(i, run);
   s.step();
 }
 
 std::vector<Run> Store::runs(const std::string& workload) const {
-  Statement s(db_, (std::string("SELECT ") + kRunColumns +
-                    " FROM runs WHERE workload = ? ORDER BY id").c_str());
+  Statement s(db_,
+              ("SELECT " + run_columns() + " FROM runs WHERE workload = ? ORDER BY id").c_str());
   s.bind(1, workload);
   std::vector<Run> out;
   while (s.step()) out.push_back(read_run(s));
@@ -356,8 +432,9 @@ std::vector<Run> Store::runs(const std::string& workload) const {
 }
 
 std::vector<Run> Store::running_on(const std::string& host) const {
-  Statement s(db_, (std::string("SELECT ") + kRunColumns +
-                    " FROM runs WHERE status = 'running' AND host = ? ORDER BY id").c_str());
+  Statement s(db_, ("SELECT " + run_columns() +
+                    " FROM runs WHERE status = 'running' AND host = ? ORDER BY id")
+                       .c_str());
   s.bind(1, host);
   std::vector<Run> out;
   while (s.step()) out.push_back(read_run(s));
@@ -365,7 +442,7 @@ std::vector<Run> Store::running_on(const std::string& host) const {
 }
 
 std::optional<Run> Store::run(std::int64_t id) const {
-  Statement s(db_, (std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?").c_str());
+  Statement s(db_, ("SELECT " + run_columns() + " FROM runs WHERE id = ?").c_str());
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
   return read_run(s);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "memwatch/protocol/figures.hpp"
 #include "memwatch/protocol/wire.hpp"
 
 namespace memwatch::daemon {
@@ -34,11 +35,8 @@ struct Run {
   RunStatus status = RunStatus::running;
   double started_unix_s = 0;
   double elapsed_s = 0;
-  std::int64_t host_peak_bytes = 0;
-  std::int64_t heap_peak_bytes = 0;
-  std::int64_t mmap_peak_bytes = 0;
-  std::int64_t device_peak_bytes = 0;
-  std::int64_t rss_hwm_bytes = 0;
+  MEMWATCH_FIGURES(MEMWATCH_FIGURE_RUN_MEMBER)  // the run figures, one column each
+  std::vector<std::int64_t> device_peaks;       // each device's peak, as BYE sent them
   std::int64_t host_capacity_bytes = 0;
   std::string exit_cause;
   std::int64_t samples = 0;
@@ -74,10 +72,9 @@ class Store {
   // When the oldest queued sample was queued; meaningful while queued_samples() > 0.
   [[nodiscard]] std::chrono::steady_clock::time_point first_queued() const { return first_queued_; }
   void finish_run(std::int64_t run, const protocol::Bye& bye);
-  // A run that ended without BYE: its last known peaks, from the shared-memory segment or the
-  // last sample.
-  void mark_killed(std::int64_t run, std::int64_t host_peak, std::int64_t heap_peak,
-                   std::int64_t mmap_peak, std::int64_t device_peak, double elapsed_s);
+  // A run that ended without BYE: its figures become the higher of what it has and `last` (from
+  // the shared-memory segment; zero where unknown), its device peaks `last`'s if it has any.
+  void mark_killed(std::int64_t run, const protocol::Bye& last);
 
   // The loop's connection leaves WAL checkpoints to another (they copy pages and would stall
   // the loop); `checkpoint` runs one without blocking writers.

@@ -65,12 +65,68 @@ TEST(Store, KilledRunsKeepTheHigherOfTheirKnownPeaks) {
   Store store(dir.file("m.db"));
   const auto id = store.begin_run(hello("unet", 4), 100);
   store.add_sample(id, {1234, 1.0, 30, 40, 0, 0});
-  store.mark_killed(id, 35, 30, 5, 0, 3.0);
+  protocol::Bye last;  // what the killed run's segment held
+  last.host_peak_bytes = 35;
+  last.heap_peak_bytes = 30;
+  last.mmap_peak_bytes = 5;
+  last.elapsed_s = 3.0;
+  store.mark_killed(id, last);
   const auto run = store.run(id);
   ASSERT_TRUE(run.has_value());
   EXPECT_EQ(run->status, RunStatus::killed);
   EXPECT_EQ(run->host_peak_bytes, 40);  // the sample saw more than the killed segment kept
   EXPECT_TRUE(store.running_on("node").empty());
+}
+
+// A value no other figure has: a figure read back from another's column shows.
+std::int64_t distinct(const protocol::Figure& f) {
+  return 1000 + 17 * static_cast<std::int64_t>(protocol::figure_index(f));
+}
+
+protocol::Bye bye_with_every_figure() {
+  protocol::Bye bye;
+  protocol::for_each_run_figure(
+      bye, [](const protocol::Figure& f, std::int64_t& v) { v = distinct(f); });
+  bye.device_peaks = {7, 0, 9};
+  bye.elapsed_s = 2;
+  return bye;
+}
+
+void expect_every_figure(const Run& run) {
+  std::size_t seen = 0;
+  protocol::for_each_run_figure(run, [&](const protocol::Figure& f, std::int64_t v) {
+    EXPECT_EQ(v, distinct(f)) << f.name;
+    ++seen;
+  });
+  std::size_t listed = 0;
+  for (const protocol::Figure& f : protocol::kFigures) listed += f.run;
+  EXPECT_EQ(seen, listed);
+  EXPECT_EQ(run.device_peaks, (std::vector<std::int64_t>{7, 0, 9}));
+}
+
+TEST(Store, EveryRunFigureAndEachDevicePeakIsStoredAndReadBack) {
+  test::TempDir dir;
+  const std::string db = dir.file("m.db");
+  std::int64_t id = 0;
+  {
+    Store store(db);
+    id = store.begin_run(hello("unet", 2), 100);
+    store.finish_run(id, bye_with_every_figure());
+    expect_every_figure(*store.run(id));
+  }
+  Store again(db, StoreAccess::read_only);
+  expect_every_figure(again.runs("unet").at(0));
+}
+
+TEST(Store, AKilledRunKeepsEveryFigureItsSegmentHeld) {
+  test::TempDir dir;
+  Store store(dir.file("m.db"));
+  const auto id = store.begin_run(hello("unet", 2), 100);
+  store.mark_killed(id, bye_with_every_figure());
+  const auto run = store.run(id);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(run->status, RunStatus::killed);
+  expect_every_figure(*run);
 }
 
 TEST(Store, ModelsKeepTheirHistoryAndTheLatestWins) {
@@ -162,6 +218,33 @@ TEST(Store, AnOlderStoreIsUpgradedInPlaceAndKeepsEveryRun) {
   Store again(db);  // a second opening finds the upgrade done and counts nothing twice
   EXPECT_EQ(again.counts().samples, 5);
   EXPECT_EQ(again.run(1)->samples, 3);
+}
+
+// A store from before a figure had its column (or before the device peaks were kept): every run
+// figure but the host peak is taken out of the older store, and each comes back as a column.
+TEST(Store, AStoreFromBeforeAFigureGetsItsColumnAndKeepsItsRuns) {
+  test::TempDir dir;
+  const std::string db = dir.file("old.db");
+  write_store_without_sample_counts(db);
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+    for (const protocol::Figure& f : protocol::kFigures) {
+      if (!f.run || f.name == "host_peak_bytes") continue;
+      const std::string sql = "ALTER TABLE runs DROP COLUMN " + std::string(f.name);
+      ASSERT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+          << sqlite3_errmsg(raw);
+    }
+    sqlite3_close(raw);
+  }
+  Store store(db);
+  const auto old = store.run(1);
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->host_peak_bytes, 70);
+  EXPECT_EQ(old->heap_peak_bytes, 0);
+  EXPECT_TRUE(old->device_peaks.empty());
+  store.finish_run(2, bye_with_every_figure());
+  expect_every_figure(*store.run(2));
 }
 
 }  // namespace
