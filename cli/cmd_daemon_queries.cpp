@@ -5,7 +5,7 @@
 #include <string>
 
 #include "args.hpp"
-#include "config.hpp"
+#include "memwatch/protocol/parse.hpp"
 #include "query_client.hpp"
 
 namespace memwatch::cli {
@@ -56,7 +56,7 @@ int query(std::span<char* const> argv, std::vector<std::string_view> valued, jso
   if (!args.positional().empty()) request["params"] = params_from_words(args.positional());
   if (auto t = args.value("target")) request["target"] = *t;
   if (auto c = args.value("capacity")) {
-    const std::int64_t bytes = shim::config_parse_size(*c);
+    const std::int64_t bytes = protocol::parse_size(*c);
     if (bytes <= 0) throw UsageError("--capacity expects a size like 24GiB, got '" + *c + "'");
     request["capacity_bytes"] = bytes;
   }

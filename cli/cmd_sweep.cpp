@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "memwatch/protocol/figures.hpp"
 #include "shim_path.hpp"
 
 namespace memwatch::cli {
@@ -40,9 +42,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kMeasureColumns[] = {"host_peak_bytes", "heap_peak_bytes",
-                                           "device_peak_bytes", "rss_hwm_bytes", "elapsed_s",
-                                           "exit_status"};
+using protocol::FigureId;
 
 struct Axis {
   std::string name;
@@ -53,7 +53,8 @@ struct Axis {
 using Point = std::vector<std::size_t>;
 
 struct RunResult {
-  std::optional<std::uint64_t> host_peak, heap_peak, device_peak, rss_hwm;
+  // The run figures (figures.hpp) as its report has them, by figure; empty without a report.
+  std::array<std::optional<std::int64_t>, protocol::kFigureCount> figures;
   double elapsed_s = 0;
   int exit_status = 0;  // the exit code, or minus the signal that ended the run
   bool interrupted = false;
@@ -145,7 +146,7 @@ std::string describe(const std::vector<Axis>& axes, const Point& point, char sep
 std::string csv_header(const std::vector<Axis>& axes) {
   std::string h;
   for (const auto& axis : axes) h += axis.name + ",";
-  for (const char* c : kMeasureColumns) h += std::string(c) + ",";
+  for (const std::string& c : protocol::sweep_measure_columns()) h += c + ",";
   h.pop_back();
   return h;
 }
@@ -178,14 +179,18 @@ std::map<std::string, std::size_t> read_done(const fs::path& out, const std::vec
   return done;
 }
 
-std::optional<std::uint64_t> get_bytes(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  const nlohmann::json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object() || !at->contains(key)) return std::nullopt;
-    at = &(*at)[key];
+// A figure where the report puts it: report[key], or report[group][key].
+std::optional<std::int64_t> report_figure(const nlohmann::json& report,
+                                          const protocol::Figure& figure) {
+  const nlohmann::json* at = &report;
+  for (std::string_view key : {figure.report_group, figure.report_key}) {
+    if (key.empty()) continue;
+    const std::string k(key);
+    if (!at->is_object() || !at->contains(k)) return std::nullopt;
+    at = &(*at)[k];
   }
   if (!at->is_number()) return std::nullopt;
-  return at->get<std::uint64_t>();
+  return at->get<std::int64_t>();
 }
 
 std::string tail_of(const fs::path& log, std::size_t lines) {
@@ -278,16 +283,17 @@ RunResult run_one(const RunSpec& spec) {
   result.interrupted = forwarded != 0;
   result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   // ru_maxrss is in KiB; it stands in for the report's figure when there is no report.
-  result.rss_hwm = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+  std::optional<std::int64_t>& rss_hwm =
+      result.figures[static_cast<std::size_t>(FigureId::rss_hwm)];
+  rss_hwm = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
 
   std::ifstream in(spec.report);
   if (in) {
     auto report = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (report.is_object() && report.value("schema", "") == "memwatch.report/1") {
-      result.host_peak = get_bytes(report, {"host", "peak_bytes"});
-      result.heap_peak = get_bytes(report, {"host", "heap_peak_bytes"});
-      result.device_peak = get_bytes(report, {"device_peak_bytes"});
-      if (auto rss = get_bytes(report, {"rss_hwm_bytes"})) result.rss_hwm = rss;
+      for (const protocol::Figure& f : protocol::kFigures)
+        if (auto value = report_figure(report, f); f.run && value)
+          result.figures[protocol::figure_index(f)] = value;
       if (report.contains("elapsed_s") && report["elapsed_s"].is_number())
         result.elapsed_s = report["elapsed_s"].get<double>();
     } else {
@@ -302,14 +308,12 @@ RunResult run_one(const RunSpec& spec) {
 std::string csv_row(const std::vector<Axis>& axes, const Point& point, const RunResult& r) {
   std::string row;
   for (std::size_t a = 0; a < axes.size(); ++a) row += axes[a].values[point[a]] + ",";
-  auto cell = [&](const std::optional<std::uint64_t>& v) {
+  for (const protocol::Figure& f : protocol::kFigures) {
+    if (!f.run) continue;
+    const std::optional<std::int64_t>& v = r.figures[protocol::figure_index(f)];
     row += v ? std::to_string(*v) : std::string();
     row += ",";
-  };
-  cell(r.host_peak);
-  cell(r.heap_peak);
-  cell(r.device_peak);
-  cell(r.rss_hwm);
+  }
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3f,%d\n", r.elapsed_s, r.exit_status);
   return row + buf;
@@ -322,7 +326,7 @@ std::string clock_text(double seconds) {
   return buf;
 }
 
-std::string bytes_text(std::optional<std::uint64_t> b) {
+std::string bytes_text(std::optional<std::int64_t> b) {
   if (!b) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(*b) / (1024.0 * 1024 * 1024));
@@ -342,13 +346,15 @@ void usage_check(const Args& args) {
 int cmd_sweep(std::span<char* const> argv) {
   Args args(argv, {"grid", "out", "repeat", "shim", "timeout", "workload"}, {"resume", "help"});
   if (args.flag("help")) {
-    std::puts(
+    std::string columns;
+    for (const std::string& c : protocol::sweep_measure_columns()) columns += ", " + c;
+    std::printf(
         "usage: memwatch sweep --grid NAME=V1,V2,... [--grid ...] --out FILE [--repeat N]\n"
         "                      [--resume] [--timeout SECONDS] [--shim PATH] [--workload NAME]\n"
         "                      -- COMMAND [ARGS with {NAME}]\n"
         "Runs COMMAND for every combination of the grids under the shim and appends one CSV row\n"
-        "per run: the parameters, host_peak_bytes, heap_peak_bytes, device_peak_bytes,\n"
-        "rss_hwm_bytes, elapsed_s, exit_status (minus the signal for a killed run).");
+        "per run: the parameters%s\n(exit_status: minus the signal for a killed run).\n",
+        columns.c_str());
     return 0;
   }
   usage_check(args);
@@ -454,8 +460,8 @@ int cmd_sweep(std::span<char* const> argv) {
     std::fprintf(stderr, "[%zu/%zu] %s: %s %d, host peak %s, %.1f s | elapsed %s, about %s left\n",
                  i + 1, pending.size(), describe(axes, p, ' ').c_str(),
                  r.exit_status < 0 ? "signal" : "exit", std::abs(r.exit_status),
-                 bytes_text(r.host_peak).c_str(), r.elapsed_s, clock_text(elapsed).c_str(),
-                 clock_text(left).c_str());
+                 bytes_text(r.figures[static_cast<std::size_t>(FigureId::host_peak)]).c_str(),
+                 r.elapsed_s, clock_text(elapsed).c_str(), clock_text(left).c_str());
     if (!r.log_tail.empty()) std::fputs(r.log_tail.c_str(), stderr);
   }
   std::fclose(csv);

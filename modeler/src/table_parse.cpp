@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "memwatch/protocol/figures.hpp"
+
 namespace memwatch::model {
 
 namespace {
@@ -76,9 +78,7 @@ void check_target(double y, std::size_t line, const std::string& name) {
 }  // namespace
 
 const std::vector<std::string>& measurement_columns() {
-  static const std::vector<std::string> columns{
-      "host_peak_bytes", "heap_peak_bytes", "mmap_peak_bytes", "device_peak_bytes",
-      "rss_hwm_bytes",   "elapsed_s",       "exit_status"};
+  static const std::vector<std::string> columns = protocol::sweep_measure_columns();
   return columns;
 }
 

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "memwatch/model/table_parse.hpp"
+#include "memwatch/protocol/figures.hpp"
 #include "process.hpp"
 
 namespace {
@@ -74,8 +77,8 @@ TEST(Sweep, WritesOneRowPerCombinationWithItsParameters) {
                  {"{mib}", "{code}"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(lines_of(read_file(dir.file("runs.csv")))[0],
-            "mib,code,host_peak_bytes,heap_peak_bytes,device_peak_bytes,rss_hwm_bytes,elapsed_s,"
-            "exit_status");
+            "mib,code,host_peak_bytes,heap_peak_bytes,mmap_peak_bytes,device_peak_bytes,"
+            "pinned_peak_bytes,managed_peak_bytes,rss_hwm_bytes,elapsed_s,exit_status");
   auto rows = read_csv(dir.file("runs.csv"));
   ASSERT_EQ(rows.size(), 4u);
   const std::vector<std::pair<std::string, std::string>> order{
@@ -243,6 +246,33 @@ TEST(Sweep, UsageErrorsExitTwoBeforeRunningAnything) {
   EXPECT_NE(o.err.find("libmemwatch.so not found at"), std::string::npos) << o.err;
 }
 
+// The modeler takes every column it does not know as a measurement for a parameter: the sweep's
+// columns after its parameters must be exactly the measurements the modeler knows.
+TEST(Sweep, ItsMeasureColumnsAreExactlyTheOnesTheModelerKnows) {
+  TempDir dir;
+  auto o = sweep({"--grid", "mib=1", "--out", dir.file("runs.csv")}, {"{mib}", "0"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::vector<std::string> header;
+  std::string line = lines_of(read_file(dir.file("runs.csv")))[0];
+  for (std::size_t at; (at = line.find(',')) != std::string::npos; line.erase(0, at + 1))
+    header.push_back(line.substr(0, at));
+  header.push_back(line);
+  ASSERT_EQ(header.front(), "mib");
+  const std::vector<std::string> measured(header.begin() + 1, header.end());
+  const auto& known = memwatch::model::measurement_columns();
+  for (const std::string& column : known)
+    EXPECT_NE(std::find(measured.begin(), measured.end(), column), measured.end())
+        << "the modeler expects '" << column << "', the sweep does not write it";
+  for (const std::string& column : measured)
+    EXPECT_NE(std::find(known.begin(), known.end(), column), known.end())
+        << "the sweep writes '" << column << "', which the modeler would take for a parameter";
+  // ... and every run figure is one of them.
+  for (const memwatch::protocol::Figure& f : memwatch::protocol::kFigures) {
+    if (!f.run) continue;
+    EXPECT_NE(std::find(measured.begin(), measured.end(), f.name), measured.end()) << f.name;
+  }
+}
+
 #ifdef SHIM_PATH
 TEST(SweepUnderShim, PeaksFollowTheAllocation) {
   TempDir dir;
@@ -263,6 +293,11 @@ TEST(SweepUnderShim, PeaksFollowTheAllocation) {
     EXPECT_LT(host, mib + (16u << 20));
     EXPECT_GE(std::stoull(row["rss_hwm_bytes"]), mib);
     EXPECT_EQ(row["device_peak_bytes"], "0");
+    // Every run figure from the report, none left empty.
+    for (const memwatch::protocol::Figure& f : memwatch::protocol::kFigures) {
+      if (!f.run) continue;
+      EXPECT_FALSE(row[std::string(f.name)].empty()) << f.name;
+    }
     EXPECT_GT(host, last);
     last = host;
   }
