@@ -18,9 +18,9 @@
 
 #include "daemon_process.hpp"
 #include "event_log.hpp"
+#include "memwatch/protocol/segment.hpp"
 #include "memwatch/protocol/wire.hpp"
 #include "process.hpp"
-#include "segment.hpp"
 
 using nlohmann::json;
 using namespace memwatch;
@@ -95,7 +95,7 @@ TEST(Daemon, AClientKilledMidRunIsRecoveredWithItsLastPeak) {
   EXPECT_EQ(runs[0]["status"], "killed");
   EXPECT_GE(runs[0]["host_peak_bytes"].get<std::int64_t>(), 20 << 20);
   // The daemon read the counters and cleaned up after the dead process.
-  EXPECT_FALSE(shim::segment_read(pid).has_value());
+  EXPECT_FALSE(protocol::segment_read(pid).has_value());
 }
 
 TEST(Daemon, ARestartAfterSigkillOnTheSameDatabaseCarriesOn) {
