@@ -18,6 +18,7 @@
 
 #include "daemon_process.hpp"
 #include "event_log.hpp"
+#include "memwatch/protocol/figures.hpp"
 #include "memwatch/protocol/segment.hpp"
 #include "memwatch/protocol/wire.hpp"
 #include "process.hpp"
@@ -79,6 +80,53 @@ TEST(Daemon, TheShimsPeakReachesTheStoreExactly) {
   const json report = json::parse(test::read_file(dir.file("report.json")));
   EXPECT_EQ(runs[0]["host_peak_bytes"], report["host"]["peak_bytes"]);
   EXPECT_EQ(runs[0]["heap_peak_bytes"], report["host"]["heap_peak_bytes"]);
+}
+
+// Every run figure of the list (figures.hpp), whatever it holds: the shim's report and the
+// daemon's `runs` answer agree on each, so a figure that the wire, the store or the query
+// dropped shows here, and a new one is checked without a line of its own.
+TEST(Daemon, EveryRunFigureComesBackThroughRunsAsTheReportHasIt) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  auto env = shim_env(daemon, "figures", "n=1");
+  env["MEMWATCH_REPORT"] = dir.file("report.json");
+  ASSERT_EQ(test::run({kPatterns, "mmap_beside_heap"}, env).exit_code, 0);
+  const json runs = daemon.wait_runs("figures", [](const json& r) { return all_finished(r, 1); });
+  ASSERT_EQ(runs.size(), 1u);
+  const json& run = runs[0];
+  const json report = json::parse(test::read_file(dir.file("report.json")));
+  std::size_t checked = 0;
+  for (const protocol::Figure& f : protocol::kFigures) {
+    if (!f.run) continue;
+    ++checked;
+    const json& in_report = f.report_group.empty()
+                                ? report[std::string(f.report_key)]
+                                : report[std::string(f.report_group)][std::string(f.report_key)];
+    ASSERT_TRUE(in_report.is_number_integer()) << f.name << " is not in the report";
+    ASSERT_TRUE(run.contains(std::string(f.name))) << f.name << " is not in runs: " << run.dump();
+    const auto stored = run[std::string(f.name)].get<std::int64_t>();
+    if (f.source == protocol::FigureSource::counter) {
+      EXPECT_EQ(stored, in_report.get<std::int64_t>()) << f.name;
+    } else {
+      // Read from the kernel by BYE a moment before the report: the report's may only be higher.
+      EXPECT_GT(stored, 0) << f.name;
+      EXPECT_LE(stored, in_report.get<std::int64_t>()) << f.name;
+      EXPECT_GE(stored + (1 << 20), in_report.get<std::int64_t>()) << f.name;
+    }
+  }
+  EXPECT_GE(checked, 7u);
+  // This pattern's figures are not zero: a figure left at its default would pass the above.
+  EXPECT_GT(run["host_peak_bytes"].get<std::int64_t>(), 0);
+  EXPECT_GT(run["heap_peak_bytes"].get<std::int64_t>(), 0);
+  EXPECT_GT(run["mmap_peak_bytes"].get<std::int64_t>(), 0);
+  // Each device's peak, as the report lists its devices (none here).
+  std::vector<std::int64_t> device_peaks;
+  for (const json& d : report["devices"]) {
+    const auto index = d["index"].get<std::size_t>();
+    device_peaks.resize(std::max(device_peaks.size(), index + 1), 0);
+    device_peaks[index] = d["peak_bytes"].get<std::int64_t>();
+  }
+  EXPECT_EQ(run["device_peaks"].get<std::vector<std::int64_t>>(), device_peaks);
 }
 
 TEST(Daemon, AClientKilledMidRunIsRecoveredWithItsLastPeak) {

@@ -39,8 +39,12 @@ TEST(DeviceDaemon, ARunPredictedPastTheDeviceCapacityIsWarnedAndAbortStopsIt) {
   const json runs = daemon.wait_runs(
       "devgrows", [&](const json& r) { return test::all_finished(r, sizes.size()); });
   ASSERT_TRUE(test::all_finished(runs, sizes.size())) << runs.dump();
-  for (const json& r : runs)
+  for (const json& r : runs) {
     EXPECT_EQ(r["device_peak_bytes"], r["params"]["mib"].get<std::int64_t>() << 20);
+    // BYE's peak of each device, kept by the store: all of it on device 0.
+    EXPECT_EQ(r["device_peaks"], json::array({r["params"]["mib"].get<std::int64_t>() << 20}))
+        << r.dump();
+  }
   const json model = daemon.wait_model("devgrows", "device_peak_bytes", {{"mib", 1}},
                                        static_cast<int>(sizes.size()));
   ASSERT_EQ(model["ok"], true) << model.dump();
