@@ -94,7 +94,11 @@ JsonBuffer& JsonBuffer::number(double value) noexcept {
   }
   // Nine significant digits d[0..n) with value = 0.d[0]d[1]... x 10^(exponent+1).
   int exponent = static_cast<int>(std::floor(std::log10(value)));
-  auto scaled = static_cast<std::int64_t>(std::llround(value / std::pow(10.0, exponent) * 1e8));
+  // 10^exponent is itself subnormal or zero below 1e-308: bring such a value up first.
+  const double lifted = exponent < -290 ? value * 1e290 : value;
+  const int lifted_exponent = exponent < -290 ? exponent + 290 : exponent;
+  auto scaled = static_cast<std::int64_t>(
+      std::llround(lifted / std::pow(10.0, lifted_exponent) * 1e8));
   if (scaled >= 1000000000) {  // rounding carried into a new digit
     scaled /= 10;
     ++exponent;
