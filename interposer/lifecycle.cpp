@@ -11,21 +11,21 @@
 #include <new>
 #include <string>
 
-#include "config.hpp"
-#include "daemon_link.hpp"
-#include "device_count.hpp"
-#include "hooks.hpp"
-#include "log.hpp"
+#include "counting/proc_stats.hpp"
+#include "counting/segment.hpp"
+#include "device/device_count.hpp"
+#include "hooks/hooks.hpp"
 #include "memwatch/protocol/endpoints.hpp"
 #include "memwatch/protocol/private_dir.hpp"
-#include "proc_stats.hpp"
-#include "report.hpp"
-#include "reporter.hpp"
-#include "segment.hpp"
+#include "reporting/daemon_link.hpp"
+#include "reporting/log.hpp"
+#include "reporting/report.hpp"
+#include "reporting/reporter.hpp"
+#include "settings/config.hpp"
 #if MEMWATCH_DEVICE_HOOKS
-#include "device_cupti.hpp"
-#include "device_hooks.hpp"
-#include "device_nvml.hpp"
+#include "device/device_cupti.hpp"
+#include "device/device_hooks.hpp"
+#include "device/device_nvml.hpp"
 #endif
 
 using namespace memwatch::shim;

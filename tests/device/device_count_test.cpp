@@ -1,12 +1,13 @@
 // The device table and the accounting on top of it, directly (also under ASan and TSan).
+#include "device/device_count.hpp"
+
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-#include "counters.hpp"
-#include "device_count.hpp"
-#include "device_table.hpp"
+#include "counting/counters.hpp"
+#include "device/device_table.hpp"
 
 using namespace memwatch::shim;
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
 #include "options.hpp"
+#include "settings/config.hpp"
 
 namespace {
 

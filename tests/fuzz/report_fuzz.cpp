@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "report.hpp"
+#include "reporting/report.hpp"
 
 using namespace memwatch::shim;
 

@@ -1,5 +1,5 @@
 // Configuration from the environment: every variable, good and bad values.
-#include "config.hpp"
+#include "settings/config.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 // The counters, driven directly: exact for large blocks, within the stated bound for batched
 // small ones, exact peaks of sums under concurrency.
-#include "counters.hpp"
+#include "counting/counters.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The page map: exact accounting of partial unmaps, overlapping maps and concurrent updates.
-#include "page_map.hpp"
+#include "counting/page_map.hpp"
 
 #include <gtest/gtest.h>
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "counting/segment.hpp"
 #include "process.hpp"
-#include "segment.hpp"
 
 using nlohmann::json;
 using namespace memwatch::test;

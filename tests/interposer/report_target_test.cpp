@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "report.hpp"
+#include "reporting/report.hpp"
 
 using namespace memwatch::shim;
 

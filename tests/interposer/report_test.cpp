@@ -1,6 +1,6 @@
 // The report: valid JSON of schema memwatch.report/1 with the counters' values, written
 // atomically to a path with %p expanded.
-#include "report.hpp"
+#include "reporting/report.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "json_buffer.hpp"
+#include "reporting/json_buffer.hpp"
 
 using namespace memwatch::shim;
 using nlohmann::json;

@@ -1,5 +1,5 @@
 // The reporter thread and the shared-memory segment.
-#include "reporter.hpp"
+#include "reporting/reporter.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <atomic>
 #include <thread>
 
-#include "segment.hpp"
+#include "counting/segment.hpp"
 
 using namespace memwatch::shim;
 using namespace std::chrono_literals;

@@ -1,7 +1,7 @@
 // The shim's counters as other processes see them: the block in its shared-memory segment
-// (segment.hpp), and a plain copy of it. The shim writes the block (interposer/counters.*); a
-// watcher (the daemon, after SIGKILL) only reads it, so the layout is a contract between
-// processes, versioned by kBlockVersion.
+// (segment.hpp), and a plain copy of it. The shim writes the block
+// (interposer/counting/counters.*); a watcher (the daemon, after SIGKILL) only reads it, so the
+// layout is a contract between processes, versioned by kBlockVersion.
 #pragma once
 
 #include <atomic>

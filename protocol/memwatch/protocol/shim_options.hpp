@@ -1,6 +1,6 @@
 // The shim's settings as users, `memwatch run` and `memwatch sweep` give them: environment
-// variables, one entry each. The shim reads them in this order (interposer/config.cpp binds
-// each to its parser and checks that it covers this table); `memwatch env` prints the table,
+// variables, one entry each. The shim reads them in this order (interposer/settings/config.cpp
+// binds each to its parser and checks that it covers this table); `memwatch env` prints the table,
 // and the README's table is tested against that print.
 #pragma once
 
