@@ -308,4 +308,42 @@ TEST(SweepUnderShim, PeaksFollowTheAllocation) {
 }
 #endif
 
+// A trainer configured by a YAML file: each run gets the template with its {name} filled in, at
+// the path {config} names; braces that are no grid name (a YAML flow mapping) stay.
+TEST(Sweep, AConfigTemplateIsFilledInForEachRunAndNamedByConfig) {
+  TempDir dir;
+  const std::string yaml = dir.file("train.yml");
+  std::ofstream(yaml) << "loaders:\n  batch_size: {batch}\nmodel: {name: UNet3D, f_maps: 8}\n"
+                         "patch: [{depth}, 64, 64]\nkeep: {other}\n";
+  const Finished o =
+      run({MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD, "--grid", "batch=2,4", "--grid",
+           "depth=16", "--config-template", yaml, "--out", dir.file("runs.csv"), "--", "/bin/sh",
+           "-c", "case {config} in *.yml) cp {config} " + dir.path() + "/seen-{batch}.yml;; esac"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(read_csv(dir.file("runs.csv")).size(), 2u);
+  for (const std::string batch : {"2", "4"})
+    EXPECT_EQ(read_file(dir.file("seen-" + batch + ".yml")),
+              "loaders:\n  batch_size: " + batch +
+                  "\nmodel: {name: UNet3D, f_maps: 8}\npatch: [16, 64, 64]\nkeep: {other}\n");
+}
+
+TEST(Sweep, AConfigTemplateNeedsConfigInTheCommandAndConfigNeedsATemplate) {
+  TempDir dir;
+  const std::string yaml = dir.file("t.yml");
+  std::ofstream(yaml) << "b: {batch}\n";
+  const Finished unused = run({MEMWATCH_BIN, "sweep", "--grid", "batch=1", "--config-template",
+                               yaml, "--out", dir.file("a.csv"), "--", "/bin/true"});
+  EXPECT_EQ(unused.exit_code, 2);
+  EXPECT_NE(unused.err.find("--config-template needs {config}"), std::string::npos) << unused.err;
+  const Finished missing = run({MEMWATCH_BIN, "sweep", "--grid", "batch=1", "--out",
+                                dir.file("b.csv"), "--", "/bin/cat", "{config}"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("give --config-template FILE"), std::string::npos) << missing.err;
+  const Finished absent =
+      run({MEMWATCH_BIN, "sweep", "--grid", "batch=1", "--config-template", dir.file("none.yml"),
+           "--out", dir.file("c.csv"), "--", "/bin/cat", "{config}"});
+  EXPECT_EQ(absent.exit_code, 2);
+  EXPECT_NE(absent.err.find(dir.file("none.yml")), std::string::npos) << absent.err;
+}
+
 }  // namespace
