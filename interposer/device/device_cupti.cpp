@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "device/device_hooks.hpp"
+#include "optional_library.hpp"
 #include "device/device_routes.hpp"
 
 namespace memwatch::shim {
@@ -295,10 +296,9 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
     on_driver(id, d);
 }
 
-template <typename Fn>
-bool resolve(void* handle, const char* name, Fn& slot) {
-  slot = reinterpret_cast<Fn>(device_real_dlsym(handle, name));
-  return slot != nullptr;
+// CUPTI's names start with "cu": the shim's own dlsym would take them for CUDA's.
+void* lookup_unwrapped(void* handle, const char* name) noexcept {
+  return device_real_dlsym(handle, name);
 }
 
 const char* result_text(CUptiResult r) {
@@ -327,25 +327,23 @@ void device_cupti_start(const char* setting) noexcept {
   if (setting != nullptr && std::strcmp(setting, "off") == 0) return g_state.store(3);
   const bool named = setting != nullptr && setting[0] != '\0' && std::strcmp(setting, "auto") != 0;
   void* handle = nullptr;
-  if (named) {
-    handle = dlopen(setting, RTLD_NOW | RTLD_LOCAL);
-  } else {
-    handle = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) handle = dlopen("libcupti.so", RTLD_NOW | RTLD_LOCAL);
-  }
+  handle = named ? optional_library_open({setting})
+                 : optional_library_open({"libcupti.so.13", "libcupti.so"});
   if (handle == nullptr) {
     // No CUPTI is no failure: the hooks count. A path the user named is worth a line.
     if (named) log_line("MEMWATCH_CUPTI=%s cannot be loaded; counting with the hooks", setting);
     return g_state.store(3);
   }
-  if (!resolve(handle, "cuptiSubscribe", g_api.subscribe) ||
-      !resolve(handle, "cuptiUnsubscribe", g_api.unsubscribe) ||
-      !resolve(handle, "cuptiEnableCallback", g_api.enable_callback) ||
-      !resolve(handle, "cuptiGetDeviceId", g_api.get_device_id)) {
+  if (!optional_library_bind(handle, lookup_unwrapped,
+                             std::pair{"cuptiSubscribe", &g_api.subscribe},
+                             std::pair{"cuptiUnsubscribe", &g_api.unsubscribe},
+                             std::pair{"cuptiEnableCallback", &g_api.enable_callback},
+                             std::pair{"cuptiGetDeviceId", &g_api.get_device_id})) {
     log_line("the CUPTI library found lacks the callback API; counting with the hooks");
     return g_state.store(3);
   }
-  resolve(handle, "cuptiGetResultString", g_api.result_string);
+  optional_library_bind(handle, lookup_unwrapped,  // optional: errors by number without it
+                        std::pair{"cuptiGetResultString", &g_api.result_string});
   const CUptiResult r = g_api.subscribe(&g_subscriber, on_callback, nullptr);
   if (r != CUPTI_SUCCESS) {
     log_line("CUPTI cannot be used (%s); counting with the hooks", result_text(r));

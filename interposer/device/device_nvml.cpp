@@ -6,6 +6,7 @@
 
 #include "counting/counters.hpp"
 #include "device/device_hooks.hpp"
+#include "optional_library.hpp"
 
 namespace memwatch::shim {
 
@@ -22,26 +23,32 @@ constexpr NvmlReturn kNvmlSuccess = 0;
 std::atomic<std::int64_t> g_capacity[kMaxDevices];
 std::atomic<bool> g_tried{false};
 
-template <typename Fn>
-Fn lookup(void* handle, const char* name) {
-  return reinterpret_cast<Fn>(device_real_dlsym(handle, name));
+// NVML's names are no CUDA's, but the shim's own lookups all go to glibc's dlsym directly.
+void* lookup_unwrapped(void* handle, const char* name) noexcept {
+  return device_real_dlsym(handle, name);
 }
 
 }  // namespace
 
 void device_nvml_read() noexcept {
   if (g_tried.exchange(true)) return;
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return;
-  auto init = lookup<NvmlReturn (*)()>(lib, "nvmlInit_v2");
-  auto shutdown = lookup<NvmlReturn (*)()>(lib, "nvmlShutdown");
-  auto count = lookup<NvmlReturn (*)(unsigned*)>(lib, "nvmlDeviceGetCount_v2");
-  auto by_index =
-      lookup<NvmlReturn (*)(unsigned, NvmlDevice*)>(lib, "nvmlDeviceGetHandleByIndex_v2");
-  auto by_bus =
-      lookup<NvmlReturn (*)(const char*, NvmlDevice*)>(lib, "nvmlDeviceGetHandleByPciBusId_v2");
-  auto memory = lookup<NvmlReturn (*)(NvmlDevice, NvmlMemory*)>(lib, "nvmlDeviceGetMemoryInfo");
-  if (init == nullptr || count == nullptr || by_index == nullptr || memory == nullptr) return;
+  void* lib = optional_library_open({"libnvidia-ml.so.1"});
+  NvmlReturn (*init)() = nullptr;
+  NvmlReturn (*shutdown)() = nullptr;
+  NvmlReturn (*count)(unsigned*) = nullptr;
+  NvmlReturn (*by_index)(unsigned, NvmlDevice*) = nullptr;
+  NvmlReturn (*by_bus)(const char*, NvmlDevice*) = nullptr;
+  NvmlReturn (*memory)(NvmlDevice, NvmlMemory*) = nullptr;
+  if (lib == nullptr ||
+      !optional_library_bind(lib, lookup_unwrapped, std::pair{"nvmlInit_v2", &init},
+                             std::pair{"nvmlDeviceGetCount_v2", &count},
+                             std::pair{"nvmlDeviceGetHandleByIndex_v2", &by_index},
+                             std::pair{"nvmlDeviceGetMemoryInfo", &memory}))
+    return;
+  // Older drivers may lack these: devices are then matched by index, NVML left open.
+  optional_library_bind(lib, lookup_unwrapped,
+                        std::pair{"nvmlDeviceGetHandleByPciBusId_v2", &by_bus});
+  optional_library_bind(lib, lookup_unwrapped, std::pair{"nvmlShutdown", &shutdown});
   if (init() != kNvmlSuccess) return;
   unsigned n = 0;
   if (count(&n) == kNvmlSuccess) {

@@ -1,6 +1,5 @@
 #include "settings/config_file.hpp"
 
-#include <dlfcn.h>
 #include <yaml.h>
 
 #include <charconv>
@@ -10,6 +9,8 @@
 #include <sstream>
 #include <variant>
 #include <vector>
+
+#include "optional_library.hpp"
 
 namespace memwatch::shim {
 
@@ -28,19 +29,18 @@ struct YamlApi {
 // Loaded once; null when libyaml is not installed.
 const YamlApi* yaml_api() {
   static const YamlApi* api = []() -> const YamlApi* {
-    void* lib = dlopen("libyaml-0.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) return nullptr;
+    void* lib = optional_library_open({"libyaml-0.so.2"});
     static YamlApi a;
-    auto get = [lib](auto& slot, const char* name) {
-      slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(lib, name));
-      return slot != nullptr;
-    };
     const bool ok =
-        get(a.parser_initialize, "yaml_parser_initialize") &&
-        get(a.parser_delete, "yaml_parser_delete") &&
-        get(a.set_input_string, "yaml_parser_set_input_string") &&
-        get(a.load, "yaml_parser_load") && get(a.document_delete, "yaml_document_delete") &&
-        get(a.root_node, "yaml_document_get_root_node") && get(a.node, "yaml_document_get_node");
+        lib != nullptr &&
+        optional_library_bind(lib, plain_dlsym,
+                              std::pair{"yaml_parser_initialize", &a.parser_initialize},
+                              std::pair{"yaml_parser_delete", &a.parser_delete},
+                              std::pair{"yaml_parser_set_input_string", &a.set_input_string},
+                              std::pair{"yaml_parser_load", &a.load},
+                              std::pair{"yaml_document_delete", &a.document_delete},
+                              std::pair{"yaml_document_get_root_node", &a.root_node},
+                              std::pair{"yaml_document_get_node", &a.node});
     return ok ? &a : nullptr;
   }();
   return api;
