@@ -264,6 +264,30 @@ TEST(Unet3dTrainUnderShim, PeaksGrowWithBatchAndDim) {
       << "peaks repeat to the byte";
 }
 
+// The same network in PyTorch and in LibTorch, the same kernels underneath: what training adds
+// is the same in both, and the two peaks differ by a constant, the interpreter and PyTorch's
+// Python side (about 56 MiB here), whatever the configuration.
+TEST(TrainPyUnderShim, ItsPeaksAreTheCppTrainersPlusTheSameConstant) {
+  TempDir dir;
+  auto peak = [&](const std::vector<std::string>& trainer, const std::string& batch,
+                  const std::string& dim) {
+    const std::string report = dir.file("r.json");
+    std::vector<std::string> argv = trainer;
+    argv.insert(argv.end(), {"--batch-size", batch, "--dim", dim, "--levels", "3", "--filters",
+                             "8", "--steps", "2", "--threads", "1"});
+    const auto o = run(argv, {{"LD_PRELOAD", SHIM_PATH}, {"MEMWATCH_REPORT", report}});
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return nlohmann::json::parse(read_file(report))["host"]["peak_bytes"].get<std::int64_t>();
+  };
+  const std::vector<std::string> cxx = {UNET3D_TRAIN};
+  const std::vector<std::string> py = {"/usr/bin/python3", TRAIN_PY};
+  const std::int64_t small = peak(py, "1", "16") - peak(cxx, "1", "16");
+  const std::int64_t large = peak(py, "4", "32") - peak(cxx, "4", "32");
+  EXPECT_GT(small, std::int64_t{16} << 20) << "the interpreter's share";
+  EXPECT_LT(std::llabs(large - small), std::int64_t{1} << 20)
+      << "Python's extra at batch 1, 16^3: " << small << " bytes; at batch 4, 32^3: " << large;
+}
+
 #endif
 
 }  // namespace
