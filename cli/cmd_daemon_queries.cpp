@@ -112,7 +112,7 @@ int cmd_predict_daemon(std::span<char* const> argv) {
   });
 }
 
-int cmd_max(std::span<char* const> argv) {
+int cmd_max_daemon(std::span<char* const> argv) {
   return query(argv, {"workload", "vary", "target", "capacity"}, {{"op", "max"}},
                {"workload", "vary"}, [](const json& r) {
                  if (r["value"].get<double>() <= 0) {
@@ -121,9 +121,9 @@ int cmd_max(std::span<char* const> argv) {
                    return;
                  }
                  std::printf("largest %s that fits in %s: %g (predicted %s, upper bound %s)\n",
-                             r["vary"].get<std::string>().c_str(),
-                             gib(r["capacity_bytes"]).c_str(), r["value"].get<double>(),
-                             gib(r["peak_bytes"]).c_str(), gib(r["upper_bytes"]).c_str());
+                             r["vary"].get<std::string>().c_str(), gib(r["capacity_bytes"]).c_str(),
+                             r["value"].get<double>(), gib(r["peak_bytes"]).c_str(),
+                             gib(r["upper_bytes"]).c_str());
                });
 }
 

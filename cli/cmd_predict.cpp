@@ -1,5 +1,7 @@
 // `memwatch predict --model MODEL.json (--input FILE | name=value...) [--json]`: the model's
-// prediction and upper bound at each point.
+// prediction and upper bound at each point; `memwatch max --model MODEL.json --vary P --capacity
+// SIZE name=value...`: the largest value of P whose upper bound fits. Both answer from a model
+// file, offline; with --workload they ask the daemon instead.
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -7,9 +9,11 @@
 #include <string>
 
 #include "args.hpp"
+#include "memwatch/model/largest_fitting.hpp"
 #include "memwatch/model/model.hpp"
 #include "memwatch/model/model_json.hpp"
 #include "memwatch/model/table_parse.hpp"
+#include "memwatch/protocol/parse.hpp"
 #include "model_io.hpp"
 
 namespace memwatch::cli {
@@ -21,6 +25,34 @@ constexpr const char* usage =
     "       memwatch predict --model MODEL.json name=value... [--json]\n"
     "FILE is CSV whose header names the model's parameters (other columns are ignored) or JSON\n"
     "Lines with a \"params\" object. --json prints [{\"prediction\":..,\"upper\":..}, ...].";
+
+constexpr const char* max_usage =
+    "usage: memwatch max --model MODEL.json --vary P --capacity SIZE [--step S] name=value... "
+    "[--json]\n"
+    "       memwatch max --workload W --vary P --capacity SIZE name=value... (asks the daemon)\n"
+    "The largest value of P (a multiple of S, default 1) whose upper bound, and every smaller\n"
+    "one's, fits SIZE (24GiB, 512MiB, bytes); the other parameters as given.";
+
+bool asks_daemon(std::span<char* const> argv) {
+  for (const char* word : argv)
+    if (std::string_view(word) == "--workload" || std::string_view(word).starts_with("--workload="))
+      return true;
+  return false;
+}
+
+model::Model read_model(const std::string& path) {
+  try {
+    return model::model_from_json(read_file(path));
+  } catch (const model::ModelJsonError& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+}
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", bytes / 1073741824.0);
+  return text;
+}
 
 model::Point point_from_words(const std::vector<std::string>& words, const model::Model& m) {
   model::Point p;
@@ -40,12 +72,11 @@ model::Point point_from_words(const std::vector<std::string>& words, const model
 }  // namespace
 
 int cmd_predict_daemon(std::span<char* const> argv);
+int cmd_max_daemon(std::span<char* const> argv);
 
 int cmd_predict(std::span<char* const> argv) {
   // With --workload the daemon answers from its latest model; with --model, a model file does.
-  for (const char* word : argv)
-    if (std::string_view(word) == "--workload" || std::string_view(word).starts_with("--workload="))
-      return cmd_predict_daemon(argv);
+  if (asks_daemon(argv)) return cmd_predict_daemon(argv);
   const Args args(argv, {"model", "input"}, {"json", "help"});
   if (args.flag("help")) {
     std::puts(usage);
@@ -56,12 +87,7 @@ int cmd_predict(std::span<char* const> argv) {
   if (input.has_value() == !args.positional().empty())
     throw UsageError(std::string("give either --input FILE or name=value words\n") + usage);
 
-  model::Model m;
-  try {
-    m = model::model_from_json(read_file(model_path));
-  } catch (const model::ModelJsonError& e) {
-    throw std::runtime_error(model_path + ": " + e.what());
-  }
+  const model::Model m = read_model(model_path);
   std::vector<model::Point> points;
   if (input) {
     try {
@@ -93,6 +119,49 @@ int cmd_predict(std::span<char* const> argv) {
     }
   }
   if (args.flag("json")) std::puts((input ? out : out.front()).dump().c_str());
+  return 0;
+}
+
+int cmd_max(std::span<char* const> argv) {
+  if (asks_daemon(argv)) return cmd_max_daemon(argv);
+  const Args args(argv, {"model", "vary", "capacity", "step"}, {"json", "help"});
+  if (args.flag("help")) {
+    std::puts(max_usage);
+    return 0;
+  }
+  const model::Model m = read_model(args.required("model"));
+  const std::string vary = args.required("vary");
+  const std::string size = args.required("capacity");
+  const double capacity = static_cast<double>(protocol::parse_size(size));
+  if (!(capacity > 0)) throw UsageError("--capacity expects a size like 24GiB, got '" + size + "'");
+  model::FitSearch search;
+  if (auto step = args.value("step")) search.step = parse_number(*step, "--step");
+  if (!(search.step > 0)) throw UsageError("--step must be positive");
+  model::Point p = point_from_words(args.positional(), m);
+  // The varied parameter needs no value of its own; any stands in until the search sets it.
+  p.values.try_emplace(vary, search.step);
+  model::Fitting best;
+  try {
+    best = model::largest_fitting(m, p, vary, capacity, search);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (args.flag("json")) {
+    nlohmann::ordered_json out = {
+        {"vary", vary}, {"value", best.value}, {"capacity_bytes", capacity}};
+    if (best.value > 0) {
+      out["peak_bytes"] = best.at.value;
+      out["upper_bytes"] = best.at.upper;
+      out["extrapolating"] = best.at.extrapolating;
+    }
+    std::puts(out.dump().c_str());
+  } else if (best.value <= 0) {
+    std::printf("no value of %s fits in %s\n", vary.c_str(), gib(capacity).c_str());
+  } else {
+    std::printf("largest %s that fits in %s: %g (predicted %s, upper bound %s%s)\n", vary.c_str(),
+                gib(capacity).c_str(), best.value, gib(best.at.value).c_str(),
+                gib(best.at.upper).c_str(), best.at.extrapolating ? ", extrapolating" : "");
+  }
   return 0;
 }
 

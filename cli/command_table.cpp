@@ -1,7 +1,7 @@
 // The command table: one line per subcommand, in the order `memwatch help` lists them.
-#include "commands.hpp"
-
 #include <array>
+
+#include "commands.hpp"
 
 namespace memwatch::cli {
 
@@ -33,7 +33,9 @@ std::span<const Command> commands() {
       Command{"fit", "fit a model of peak memory to runs (CSV or JSON Lines)", cmd_fit},
       Command{"predict", "predict a peak and its bound: --model M.json | --workload W, k=v ...",
               cmd_predict},
-      Command{"max", "largest value that fits: max --workload W --vary P --capacity SIZE [k=v]",
+      Command{"max",
+              "largest value whose bound fits: max --model M.json | --workload W, --vary P "
+              "--capacity SIZE [k=v]",
               cmd_max},
       Command{"plot", "draw runs and model: plot --workload W --x P [--by P] --out F.png|.svg",
               cmd_plot},

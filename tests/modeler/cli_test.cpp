@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "memwatch/model/largest_fitting.hpp"
+#include "memwatch/model/model_json.hpp"
+#include "memwatch/model/table_parse.hpp"
 #include "process.hpp"
 #include "synthetic.hpp"
 
@@ -101,6 +104,43 @@ TEST_F(Cli, JsonLinesInput) {
   const Result r = run("fit --input " + write("runs.jsonl", text));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("batch * dim^3"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, MaxFromAModelFileAnswersAsTheFittedModel) {
+  const std::string data = sweep_file();
+  const Result fitted = run("fit --input " + data + " --json");
+  ASSERT_EQ(fitted.status, 0) << fitted.err;
+  const std::string model_path = write("model.json", fitted.out);
+  const Result r = run("max --model " + model_path +
+                       " --vary batch --capacity 12GiB dim=144 filters=16 levels=4 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto answer = nlohmann::json::parse(r.out);
+
+  std::ifstream in(data);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  using namespace memwatch::model;
+  const Model m = fit(parse_table(text, {}));
+  const Point p{{{"dim", 144}, {"filters", 16}, {"levels", 4}}, {}};
+  const Fitting direct = largest_fitting(m, p, "batch", 12.0 * (1 << 30));
+  EXPECT_EQ(answer["value"].get<double>(), direct.value);
+  EXPECT_EQ(answer["upper_bytes"].get<double>(), direct.at.upper);
+  // The truth's largest batch, by the formula the sweep was made from.
+  double truth = 0;
+  while (memwatch::model::testing::unet_truth({truth + 1, 144, 16, 4}) <= 12.0 * (1 << 30)) ++truth;
+  EXPECT_LE(direct.value, truth);
+  EXPECT_GE(direct.value, truth - 1);
+
+  const Result words = run("max --model " + model_path +
+                           " --vary batch --capacity 12GiB dim=144 filters=16 levels=4");
+  ASSERT_EQ(words.status, 0) << words.err;
+  EXPECT_NE(words.out.find("largest batch that fits in 12.00 GiB: "), std::string::npos)
+      << words.out;
+  EXPECT_EQ(run("max --model " + model_path + " --vary batch --capacity lots dim=144").status, 2);
+  EXPECT_EQ(run("max --model " + model_path +
+                " --vary nope --capacity 1GiB dim=144 filters=16 "
+                "levels=4")
+                .status,
+            2);
 }
 
 struct BadFile {
