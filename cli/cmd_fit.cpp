@@ -70,7 +70,7 @@ int cmd_fit(std::span<char* const> argv) {
   if (args.flag("log")) options.terms.log_exponents = {0, 1};
   if (auto gp = args.value("gp")) {
     if (*gp == "always")
-      options.gp_above = 0;
+      options.gp_above = 0, options.gp_min_runs = 0;
     else if (*gp == "never")
       options.gp_above = INFINITY;
     else if (*gp != "auto")

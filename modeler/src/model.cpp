@@ -24,26 +24,58 @@ std::string labels_text(const std::map<std::string, std::string>& labels) {
 
 }  // namespace
 
+TermSearchOptions shaped_terms(const std::vector<std::string>& params, const FitOptions& options) {
+  TermSearchOptions shaped = options.terms;
+  if (options.priors.enabled)
+    shaped.param_exponents = prior_exponents(params, options.terms.exponents, options.priors);
+  return shaped;
+}
+
 SubModel fit_group(const Dataset& d, const FitOptions& options) {
   if (d.rows.size() <= d.params.size())
     throw FitError(d.rows.empty() ? 0 : d.rows.back().line,
                    "only " + std::to_string(d.rows.size()) + " runs for " +
                        std::to_string(d.params.size()) +
                        " parameters: need more runs than parameters");
-  std::vector<Hypothesis> ranked = search_terms(d, options.terms);
-  if (ranked.empty()) throw FitError(0, "no model fits these runs");
   SubModel part;
+  for (std::size_t p = 0; p < d.params.size(); ++p) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& r : d.rows) lo = std::min(lo, r.x[p]), hi = std::max(hi, r.x[p]);
+    part.range.emplace_back(lo, hi);
+  }
   part.search = "terms";
-  if (ranked.front().loo_mape() > options.gp_above) {
+  std::vector<Hypothesis> ranked = search_terms(d, shaped_terms(d.params, options));
+  Priors check = options.priors;
+  if (options.priors.enabled && !ranked.empty() && ranked.front().loo_mape() > options.gp_above) {
+    // The shape priors give way only to a clear margin: above noise, a free search that halves
+    // the error is evidence, not a fit to the jags.
+    auto free = search_terms(d, options.terms);
+    if (!free.empty() &&
+        free.front().loo_mape() < options.priors.overwhelm * ranked.front().loo_mape()) {
+      ranked = std::move(free);
+      check.affine.clear();
+      part.search = "terms (priors overruled)";
+    }
+  }
+  auto implausible = [&](const Hypothesis& h) {
+    return !respects_priors(h.function, d.params, part.range, check);
+  };
+  if (!ranked.empty() && implausible(ranked.front())) {
+    std::erase_if(ranked, implausible);
+    prefer_simple(ranked, options.terms);
+  }
+  if (ranked.empty()) throw FitError(0, "no model fits these runs");
+  if (ranked.front().loo_mape() > options.gp_above && d.rows.size() >= options.gp_min_runs) {
     auto gp = search_gp(d, ranked.front(), options.gp);
+    std::erase_if(gp, implausible);
     const Function term_best = ranked.front().function;
     ranked.insert(ranked.end(), std::make_move_iterator(gp.begin()),
                   std::make_move_iterator(gp.end()));
     std::stable_sort(ranked.begin(), ranked.end(), [](const Hypothesis& a, const Hypothesis& b) {
       return a.loo_mape() < b.loo_mape();
     });
-    prefer_simple(ranked, options.terms.simplicity_relative, options.terms.simplicity_absolute);
-    if (!same_features(ranked.front().function, term_best)) part.search = "terms+gp";
+    prefer_simple(ranked, options.terms);
+    if (!same_features(ranked.front().function, term_best)) part.search += "+gp";
   }
   auto final_fit = fit_hypothesis(d, ranked.front().function.features, options.terms.nonnegative,
                                   /*with_loo_shifts=*/true);
@@ -54,11 +86,6 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   part.train_mape = best.train_mape();
   part.runs = d.rows.size();
   part.bound = final_fit ? make_bound(*final_fit, options.bound_level) : Bound{};
-  for (std::size_t p = 0; p < d.params.size(); ++p) {
-    double lo = INFINITY, hi = -INFINITY;
-    for (const auto& r : d.rows) lo = std::min(lo, r.x[p]), hi = std::max(hi, r.x[p]);
-    part.range.emplace_back(lo, hi);
-  }
   // Runner-ups: credible alternatives (within twice the best error, or half a percent) with
   // different terms; where they disagree off the data, the data could not tell them apart.
   const double credible = std::max(2 * part.loo_mape, part.loo_mape + 0.005);
@@ -142,7 +169,9 @@ Prediction Model::predict(const SubModel& part, std::span<const double> x) const
   return out;
 }
 
-Prediction Model::predict(const Point& p) const { return predict(part_for(p), values_of(p)); }
+Prediction Model::predict(const Point& p) const {
+  return predict(part_for(p), values_of(p));
+}
 
 std::string Model::describe() const {
   std::string s;

@@ -104,7 +104,7 @@ struct Screener {
 std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options, std::size_t depth) {
   SubModel whole = fit_group(d, options);
   if (depth == 0 || whole.loo_mape <= options.split_above) return {std::move(whole)};
-  Screener screener{options, options.terms, options.min_regime_runs};
+  Screener screener{options, shaped_terms(d.params, options), options.min_regime_runs};
   screener.terms.refit_limit = std::min<std::size_t>(screener.terms.refit_limit, 16);
   if (screener.min_runs == 0) screener.min_runs = 3 * (whole.function.features.size() + 1);
   const double target = options.split_gain * whole.loo_mape;

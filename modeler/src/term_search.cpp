@@ -24,7 +24,7 @@ void build_terms(std::size_t param, std::size_t params, const TermSearchOptions&
   }
   build_terms(param + 1, params, o, current, out);  // parameter absent
   if (current.factors.size() >= o.max_factors) return;
-  for (double e : o.exponents)
+  for (double e : exponents_of(o, param))
     for (int j : o.log_exponents) {
       if (e == 0 && j == 0) continue;
       current.factors.push_back(SimpleTerm{param, e, j});
@@ -71,13 +71,14 @@ Dictionary weighted_dictionary(const Dataset& d, const VectorXd& y, const TermSe
 std::vector<CompoundTerm> neighbours(const CompoundTerm& t, const TermSearchOptions& o) {
   std::vector<CompoundTerm> out;
   for (std::size_t f = 0; f < t.factors.size(); ++f) {
-    const auto it = std::find(o.exponents.begin(), o.exponents.end(), t.factors[f].exponent);
-    if (it == o.exponents.end()) continue;
-    const auto at = static_cast<std::size_t>(it - o.exponents.begin());
+    const auto& exponents = exponents_of(o, t.factors[f].param);
+    const auto it = std::find(exponents.begin(), exponents.end(), t.factors[f].exponent);
+    if (it == exponents.end()) continue;
+    const auto at = static_cast<std::size_t>(it - exponents.begin());
     for (std::size_t to : {at - 1, at + 1}) {
-      if (to >= o.exponents.size()) continue;  // also catches at - 1 wrapping below 0
+      if (to >= exponents.size()) continue;  // also catches at - 1 wrapping below 0
       CompoundTerm n = t;
-      n.factors[f].exponent = o.exponents[to];
+      n.factors[f].exponent = exponents[to];
       if (n.factors[f].exponent == 0 && n.factors[f].log_exponent == 0)
         n.factors.erase(n.factors.begin() + static_cast<std::ptrdiff_t>(f));
       if (!n.factors.empty()) out.push_back(std::move(n));
@@ -157,12 +158,34 @@ std::vector<CompoundTerm> term_dictionary(std::size_t params, const TermSearchOp
   return out;
 }
 
-void prefer_simple(std::vector<Hypothesis>& ranked, double relative, double absolute) {
+const std::vector<double>& exponents_of(const TermSearchOptions& options, std::size_t param) {
+  return param < options.param_exponents.size() ? options.param_exponents[param]
+                                                : options.exponents;
+}
+
+void prefer_simple(std::vector<Hypothesis>& ranked, const TermSearchOptions& options) {
   if (ranked.empty()) return;
-  const double best = ranked.front().loo_mape();
-  const double limit = best + std::max(relative * best, absolute);
-  std::size_t pick = 0;
+  const auto runs = static_cast<double>(ranked.front().fit.loo_residuals.size());
+  // A Bayesian information criterion on the leave-one-out errors (Laplace likelihood, so the
+  // mean absolute error): each term must buy a factor n^(1/n) of it. Below 1e-9 errors are
+  // exact fits whose differences are rounding.
+  auto criterion = [&](const Hypothesis& h) {
+    const double k = static_cast<double>(h.function.features.size());
+    return runs * std::log(std::max(h.loo_mape(), 1e-9)) +
+           options.complexity_penalty * k * std::log(runs);
+  };
+  std::size_t anchor = 0;
   for (std::size_t i = 1; i < ranked.size(); ++i)
+    if (criterion(ranked[i]) < criterion(ranked[anchor])) anchor = i;
+  const double best = ranked[anchor].loo_mape();
+  const Eigen::VectorXd errors = ranked[anchor].fit.loo_residuals.cwiseAbs();
+  const double standard_error =
+      runs > 1 ? std::sqrt((errors.array() - errors.mean()).square().sum() / (runs - 1) / runs) : 0;
+  const double limit =
+      best + std::max({options.simplicity_relative * best, options.simplicity_absolute,
+                       options.simplicity_standard_errors * standard_error});
+  std::size_t pick = anchor;
+  for (std::size_t i = 0; i < ranked.size(); ++i)
     if (ranked[i].loo_mape() <= limit &&
         ranked[i].function.features.size() < ranked[pick].function.features.size())
       pick = i;
@@ -245,7 +268,7 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
   if (auto h = fit_hypothesis(d, {}, o.nonnegative)) ranked.push_back(std::move(*h));
   std::sort(ranked.begin(), ranked.end(),
             [](const Hypothesis& a, const Hypothesis& b) { return a.loo_mape() < b.loo_mape(); });
-  prefer_simple(ranked, o.simplicity_relative, o.simplicity_absolute);
+  prefer_simple(ranked, o);
   if (!ranked.empty())
     ranked.front() = drop_negligible(d, std::move(ranked.front()), o.nonnegative, o.negligible);
   return ranked;

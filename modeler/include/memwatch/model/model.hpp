@@ -11,6 +11,7 @@
 #include "memwatch/model/dataset.hpp"
 #include "memwatch/model/function.hpp"
 #include "memwatch/model/gp_search.hpp"
+#include "memwatch/model/priors.hpp"
 #include "memwatch/model/regime.hpp"
 #include "memwatch/model/term_search.hpp"
 #include "memwatch/model/upper_bound.hpp"
@@ -23,6 +24,10 @@ struct FitOptions {
   // The GP search runs when the term search's leave-one-out MAPE is above this: the error is
   // then more than noise. 0 always runs it; infinity never does.
   double gp_above = 0.005;
+  // Nor with fewer runs than this: a tree picked from millions on a dozen runs fits their noise
+  // (the bound needs as many for its 95% level).
+  std::size_t gp_min_runs = 20;
+  Priors priors;
   double bound_level = 0.95;
   std::size_t runner_ups = 3;  // alternative models kept to widen the bound off the data's range
   // Regimes: when the whole fit's leave-one-out MAPE is above `split_above`, the runs are cut in
@@ -82,6 +87,10 @@ struct Model {
 
 // The fitted parts without the packaging: one group's model (used by fit, and by the bench).
 [[nodiscard]] SubModel fit_group(const Dataset& d, const FitOptions& options);
+
+// The term search's options with the priors' exponent sets for these parameters.
+[[nodiscard]] TermSearchOptions shaped_terms(const std::vector<std::string>& params,
+                                             const FitOptions& options);
 
 // One group's model cut into regimes where that fits clearly better (regimes.cpp); a single
 // part with an empty domain otherwise.

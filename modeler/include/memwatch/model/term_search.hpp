@@ -15,6 +15,9 @@ namespace memwatch::model {
 struct TermSearchOptions {
   // Exponents a parameter may carry in a term; 0 means the parameter is absent.
   std::vector<double> exponents{0, 0.5, 1, 1.5, 2, 3};
+  // Per parameter, when not empty: the exponents that parameter may carry instead (the priors'
+  // affine batch and whole powers of a volume's edge, see priors.hpp).
+  std::vector<std::vector<double>> param_exponents;
   // Powers of log2(x) a factor may carry besides x^i; {0} disables log factors.
   std::vector<int> log_exponents{0};
   std::size_t max_terms = 4;      // K
@@ -24,9 +27,16 @@ struct TermSearchOptions {
   std::size_t refit_limit = 256;  // pool subsets fitted properly (sign checks, exact costs)
   bool nonnegative = true;
   // A simpler model wins when its leave-one-out MAPE is within
-  // max(relative * best, absolute) of the best.
+  // max(relative * best, absolute, standard_errors * SE) of the best, SE being the standard
+  // error of the best's mean absolute leave-one-out residual: with a dozen runs the ranking of
+  // hundreds of forms is mostly noise, and the one-standard-error rule takes the simplest
+  // among those the data cannot tell apart.
   double simplicity_relative = 0.05;
   double simplicity_absolute = 1e-4;
+  double simplicity_standard_errors = 1;
+  // Before that rule, the ranking's anchor is the hypothesis with the least
+  // n ln(loo MAPE) + penalty k ln(n) (a BIC on the leave-one-out errors; 0 ranks by error alone).
+  double complexity_penalty = 1;
   double negligible = 5e-4;  // Extra-P's 0.05%: drop terms below it at every run
 };
 
@@ -39,8 +49,13 @@ struct TermSearchOptions {
 [[nodiscard]] std::vector<CompoundTerm> term_dictionary(std::size_t params,
                                                         const TermSearchOptions& options);
 
-// Picks from `ranked` (sorted by leave-one-out MAPE) the fewest-feature hypothesis within the
-// simplicity tolerance of the best, and moves it to the front.
-void prefer_simple(std::vector<Hypothesis>& ranked, double relative, double absolute);
+// The exponents parameter `param` may carry under `options`.
+[[nodiscard]] const std::vector<double>& exponents_of(const TermSearchOptions& options,
+                                                      std::size_t param);
+
+// Picks from `ranked` (sorted by leave-one-out MAPE) the hypothesis with the least information
+// criterion, then the fewest-feature one within the simplicity tolerance of it, and moves that
+// to the front.
+void prefer_simple(std::vector<Hypothesis>& ranked, const TermSearchOptions& options);
 
 }  // namespace memwatch::model

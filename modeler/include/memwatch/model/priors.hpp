@@ -1,0 +1,49 @@
+// What is known of a trainer's memory before any run, applied where a dozen runs cannot tell
+// plausible forms from ones that fit the noise: activations grow affinely with the batch (a
+// sample's tensors, once each), a volume's edge enters as a whole power (edge^3 voxels), and
+// memory never shrinks when a parameter grows. The data may overrule the shape priors, but
+// only by a clear margin.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "memwatch/model/function.hpp"
+
+namespace memwatch::model {
+
+struct Priors {
+  bool enabled = true;
+  // Parameters whose exponent is 0 or 1 in every term (no batch^2, no batch^(1/2)).
+  std::vector<std::string> affine{"batch", "batch_size", "batchsize", "bs", "micro_batch"};
+  // Spatial extents: whole exponents only (no dim^(3/2)).
+  std::vector<std::string> integer_powers{"dim",  "depth", "height",     "width", "size",
+                                          "edge", "side",  "resolution", "res"};
+  // A model must not decrease along any parameter over [min, reach * max] of the runs: the grid
+  // extended to where it will be asked (a batch size 8x the largest measured, say).
+  double reach = 8;
+  // A search without the shape priors wins only when its leave-one-out MAPE is below this
+  // fraction of the one with them (and theirs is above noise).
+  double overwhelm = 0.25;
+  // On host memory (CPU convolutions take another path at batch 1), batch 1 is offered as its
+  // own regime; it is kept only where each part fits better than one formula does there.
+  bool batch_one_regime = true;
+};
+
+// Per parameter, the exponents a term may give it under the priors, from `exponents`.
+[[nodiscard]] std::vector<std::vector<double>> prior_exponents(
+    const std::vector<std::string>& params, const std::vector<double>& exponents,
+    const Priors& priors);
+
+// The index of the first affine (batch-like) parameter, or params.size() when there is none.
+[[nodiscard]] std::size_t batch_param(const std::vector<std::string>& params, const Priors& priors);
+
+// Whether `f` is affine in every affine parameter and non-decreasing in every parameter over
+// the runs' ranges extended to `priors.reach` times their maxima (checked numerically, at the
+// corners of the other parameters).
+[[nodiscard]] bool respects_priors(const Function& f, const std::vector<std::string>& params,
+                                   const std::vector<std::pair<double, double>>& ranges,
+                                   const Priors& priors);
+
+}  // namespace memwatch::model

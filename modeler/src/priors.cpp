@@ -1,0 +1,95 @@
+#include "memwatch/model/priors.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace memwatch::model {
+
+namespace {
+
+bool named(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A term family with non-negative coefficients, no log factor below 1 and no GP tree is
+// non-decreasing and affine in the affine parameters by construction: no numbers needed.
+bool monotone_by_construction(const Function& f,
+                              const std::vector<std::pair<double, double>>& ranges) {
+  for (std::size_t k = 0; k < f.features.size(); ++k) {
+    const auto* t = std::get_if<CompoundTerm>(&f.features[k]);
+    if (t == nullptr || f.coefficients[k] < 0) return false;
+    for (const auto& s : t->factors)
+      if (s.exponent < 0 || (s.log_exponent != 0 && ranges[s.param].first < 1)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> prior_exponents(const std::vector<std::string>& params,
+                                                 const std::vector<double>& exponents,
+                                                 const Priors& priors) {
+  std::vector<std::vector<double>> out;
+  for (const auto& name : params) {
+    std::vector<double> allowed;
+    for (double e : exponents) {
+      if (priors.enabled && named(priors.affine, name) && e != 0 && e != 1) continue;
+      if (priors.enabled && named(priors.integer_powers, name) && e != std::floor(e)) continue;
+      allowed.push_back(e);
+    }
+    out.push_back(std::move(allowed));
+  }
+  return out;
+}
+
+std::size_t batch_param(const std::vector<std::string>& params, const Priors& priors) {
+  for (std::size_t p = 0; p < params.size(); ++p)
+    if (named(priors.affine, params[p])) return p;
+  return params.size();
+}
+
+bool respects_priors(const Function& f, const std::vector<std::string>& params,
+                     const std::vector<std::pair<double, double>>& ranges, const Priors& priors) {
+  if (!priors.enabled) return true;
+  bool structural = monotone_by_construction(f, ranges);
+  for (const auto& feature : f.features)
+    if (const auto* t = std::get_if<CompoundTerm>(&feature))
+      for (const auto& s : t->factors)
+        if (named(priors.affine, params[s.param]) && (s.exponent != 1 || s.log_exponent != 0))
+          structural = false;
+  if (structural) return true;
+  const std::size_t n = ranges.size();
+  auto high = [&](std::size_t p) { return ranges[p].second * std::max(1.0, priors.reach); };
+  constexpr int kSteps = 48;
+  std::vector<double> x(n);
+  for (std::size_t p = 0; p < n; ++p) {
+    const double lo = ranges[p].first, hi = high(p);
+    if (!(hi > lo)) continue;
+    // Every corner of the other parameters (low end, extended high end).
+    for (std::size_t corner = 0; corner < (std::size_t{1} << (n - 1)); ++corner) {
+      for (std::size_t q = 0, bit = 0; q < n; ++q)
+        if (q != p) x[q] = (corner >> bit++) & 1 ? high(q) : ranges[q].first;
+      double previous = -INFINITY;
+      for (int s = 0; s <= kSteps; ++s) {
+        const double t = static_cast<double>(s) / kSteps;
+        // Geometric steps where the range is positive: memory parameters span decades.
+        x[p] = lo > 0 ? lo * std::pow(hi / lo, t) : lo + (hi - lo) * t;
+        const double v = f.evaluate(x);
+        if (!std::isfinite(v) || v < previous - 1e-9 * std::abs(previous)) return false;
+        previous = v;
+      }
+      if (named(priors.affine, params[p])) {
+        x[p] = lo;
+        const double a = f.evaluate(x);
+        x[p] = hi;
+        const double c = f.evaluate(x);
+        x[p] = std::sqrt(std::max(lo, 1.0) * hi);
+        const double mid = a + (c - a) * (x[p] - lo) / (hi - lo);
+        if (std::abs(f.evaluate(x) - mid) > 1e-6 * std::max(std::abs(a), std::abs(c))) return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace memwatch::model

@@ -1,0 +1,154 @@
+// Model selection with few runs: from 8-12 noisy runs the fit must give back a plausible law
+// (affine in batch, integer powers of the volume's edge, non-decreasing), not a form that fits
+// the noise and explodes when asked about larger runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "memwatch/model/model.hpp"
+#include "synthetic.hpp"
+
+namespace memwatch::model {
+namespace {
+
+using testing::grid;
+
+// The demo's shape: a constant, a workspace in the volume, activations per sample in the
+// volume (158.75 MiB a sample at dim 64 is what the demo's trainer measured).
+double demo_law(const std::vector<double>& x) {
+  const double batch = x[0], dim = x[1];
+  return 6e7 + 150 * dim * dim * dim + 635 * batch * dim * dim * dim;
+}
+
+// Largest exponent of parameter `param` over the function's terms (GP features count as 9).
+double degree_in(const Function& f, std::size_t param) {
+  double most = 0;
+  for (const auto& feature : f.features) {
+    if (const auto* t = std::get_if<CompoundTerm>(&feature)) {
+      for (const auto& s : t->factors)
+        if (s.param == param) most = std::max(most, s.exponent + s.log_exponent);
+    } else {
+      most = 9;
+    }
+  }
+  return most;
+}
+
+TEST(Selection, TheDemosTwelveRunsExtrapolateToBatch32AtDim64) {
+  for (unsigned seed = 1; seed <= 8; ++seed) {
+    const Dataset d = grid({"batch", "dim"}, {{1, 2, 3, 4}, {16, 32, 48}}, demo_law, 0.005, seed);
+    const Model m = fit(d);
+    const Point far{{{"batch", 32}, {"dim", 64}}, {}};
+    const double truth = demo_law({32, 64});
+    EXPECT_NEAR(m.predict(far).value / truth, 1, 0.05) << "seed " << seed << "\n" << m.describe();
+    EXPECT_GE(m.predict(far).upper, 0.99 * truth) << "seed " << seed << "\n" << m.describe();
+    for (const auto& part : m.parts) EXPECT_LE(degree_in(part.function, 0), 1) << m.describe();
+  }
+}
+
+// Every exponent of a spatial edge (dim) is whole, batch's is at most 1.
+void expect_plausible(const Model& m) {
+  for (const auto& part : m.parts) {
+    EXPECT_LE(degree_in(part.function, 0), 1) << m.describe();
+    for (const auto& feature : part.function.features)
+      if (const auto* t = std::get_if<CompoundTerm>(&feature))
+        for (const auto& s : t->factors)
+          if (m.params[s.param] == "dim") {
+            EXPECT_EQ(s.exponent, std::floor(s.exponent)) << m.describe();
+          }
+  }
+}
+
+struct Law {
+  const char* name;
+  std::vector<std::string> params;
+  std::vector<std::vector<double>> values;  // 8-12 runs
+  std::function<double(const std::vector<double>&)> truth;
+  std::vector<double> far;  // a point past the runs, where the truth is asked
+};
+
+TEST(Selection, KnownLawsFromAFewRunsWithOnePercentNoiseComeBackPlausible) {
+  const Law laws[] = {
+      {"activations",
+       {"batch", "dim"},
+       {{1, 2, 4, 8}, {16, 32, 64}},
+       [](const auto& x) { return 2e8 + 900 * x[0] * x[1] * x[1] * x[1]; },
+       {32, 96}},
+      {"a workspace and a plane's activations",
+       {"batch", "dim"},
+       {{1, 2, 4}, {16, 32, 48, 64}},
+       [](const auto& x) { return 1e8 + 600 * x[1] * x[1] * x[1] + 3000 * x[0] * x[1] * x[1]; },
+       {16, 96}},
+      {"a plane's activations",
+       {"batch", "dim"},
+       {{2, 4, 6, 8}, {64, 128, 256}},
+       [](const auto& x) { return 1e8 + 2000 * x[0] * x[1] * x[1]; },
+       {32, 512}},
+      {"batch plays no part",
+       {"batch", "dim"},
+       {{1, 2, 4, 8}, {32, 48, 64}},
+       [](const auto& x) { return 1e8 + 2000 * x[1] * x[1] * x[1]; },
+       {64, 128}},
+  };
+
+  for (const auto& law : laws)
+    for (unsigned seed = 1; seed <= 6; ++seed) {
+      const Dataset d = grid(law.params, law.values, law.truth, 0.01, seed);
+      ASSERT_GE(d.rows.size(), 8u);
+      ASSERT_LE(d.rows.size(), 12u);
+      const Model m = fit(d);
+      SCOPED_TRACE(std::string(law.name) + ", seed " + std::to_string(seed));
+      expect_plausible(m);
+      const double truth = law.truth(law.far);
+      const double got = m.predict(m.parts.back(), law.far).value;
+      EXPECT_NEAR(got / truth, 1, 0.15) << m.describe();
+    }
+}
+
+TEST(Selection, DataThatClearlyGrowFasterThanTheBatchOverruleThePrior) {
+  // Attention-like: a term in batch^2 that no affine form follows, at low noise.
+  const Dataset d = grid(
+      {"batch", "dim"}, {{1, 2, 3, 4, 6, 8}, {16, 32}},
+      [](const auto& x) { return 1e8 + 4e5 * x[0] * x[0] * x[1]; }, 0.001, 3);
+  const Model m = fit(d);
+  EXPECT_EQ(m.parts.front().search.find("priors overruled") != std::string::npos, true)
+      << m.describe();
+  EXPECT_EQ(degree_in(m.parts.front().function, 0), 2) << m.describe();
+  FitOptions dogmatic;
+  dogmatic.priors.overwhelm = 0;
+  EXPECT_GT(fit(d, dogmatic).parts.front().loo_mape, 2 * m.parts.front().loo_mape);
+}
+
+TEST(Selection, PriorsRefuseDecreasingAndNonAffineForms) {
+  const std::vector<std::string> params{"batch", "dim"};
+  const std::vector<std::pair<double, double>> ranges{{1, 4}, {16, 48}};
+  const Priors priors;
+  Function affine;
+  affine.constant = 1e6;
+  affine.coefficients = {10, 3};
+  affine.features = {CompoundTerm{{{0, 1, 0}, {1, 3, 0}}}, CompoundTerm{{{1, 3, 0}}}};
+  EXPECT_TRUE(respects_priors(affine, params, ranges, priors));
+  Function squared = affine;
+  squared.features[0] = CompoundTerm{{{0, 2, 0}, {1, 3, 0}}};
+  EXPECT_FALSE(respects_priors(squared, params, ranges, priors));
+  // Falls past dim 48 (a negative term that takes over off the runs): not a memory law.
+  Function falling = affine;
+  falling.coefficients = {10, -0.001};
+  falling.features[1] = CompoundTerm{{{1, 5, 0}}};
+  EXPECT_FALSE(respects_priors(falling, params, ranges, priors));
+  Priors off;
+  off.enabled = false;
+  EXPECT_TRUE(respects_priors(falling, params, ranges, off));
+}
+
+TEST(Selection, OneStandardErrorRuleTakesTheSimplestAmongTheIndistinguishable) {
+  const std::vector<double> exponents{0, 0.5, 1, 1.5, 2, 3};
+  const auto shaped = prior_exponents({"batch", "dim", "filters"}, exponents, Priors{});
+  EXPECT_EQ(shaped[0], (std::vector<double>{0, 1}));
+  EXPECT_EQ(shaped[1], (std::vector<double>{0, 1, 2, 3}));
+  EXPECT_EQ(shaped[2], exponents);
+}
+
+}  // namespace
+}  // namespace memwatch::model
