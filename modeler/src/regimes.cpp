@@ -101,13 +101,78 @@ struct Screener {
 
 }  // namespace
 
+Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative) {
+  const auto h = fit_hypothesis(d, f.features, nonnegative);
+  if (!h) return Eigen::VectorXd::Constant(static_cast<Eigen::Index>(d.rows.size()), INFINITY);
+  return h->fit.loo_residuals.cwiseAbs();
+}
+
+bool every_part_better(const Dataset& d, const Eigen::VectorXd& whole_errors,
+                       const std::vector<SubModel>& parts) {
+  for (const auto& part : parts) {
+    double sum = 0;
+    std::size_t runs = 0;
+    for (std::size_t i = 0; i < d.rows.size(); ++i)
+      if (inside(part.domain, d.rows[i].x))
+        sum += whole_errors(static_cast<Eigen::Index>(i)), ++runs;
+    if (runs == 0 || !(part.loo_mape < sum / static_cast<double>(runs))) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Both sides of `cut` fitted by the whole pipeline (cut again up to `depth`), each part's domain
+// led by the cut; nothing when a side cannot be fitted.
+std::optional<std::vector<SubModel>> fit_sides(const Dataset& d, const Cut& low,
+                                               const FitOptions& options, std::size_t depth) {
+  std::vector<SubModel> parts;
+  for (bool above : {false, true}) {
+    const Cut cut{low.param, low.at, above};
+    std::vector<SubModel> side;
+    try {
+      side = fit_regimes(side_of(d, cut), options, depth);
+    } catch (const FitError&) {
+      return std::nullopt;
+    }
+    for (auto& p : side) {
+      p.domain.insert(p.domain.begin(), cut);
+      parts.push_back(std::move(p));
+    }
+  }
+  return parts;
+}
+
+// On host memory batch 1 is its own regime (LibTorch's CPU convolution takes a per-sample
+// column-buffer path there): the prior's cut, when the runs have batch 1 and larger batches.
+std::optional<Cut> batch_one_cut(const Dataset& d, const Priors& priors) {
+  if (!priors.enabled || !priors.batch_one_regime || d.target.find("device") != std::string::npos)
+    return std::nullopt;
+  const std::size_t b = batch_param(d.params, priors);
+  if (b == d.params.size()) return std::nullopt;
+  bool one = false, more = false;
+  for (const auto& r : d.rows) (r.x[b] <= 1 ? one : more) = true;
+  if (!one || !more) return std::nullopt;
+  return Cut{b, 1, false};
+}
+
+}  // namespace
+
 std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options, std::size_t depth) {
   SubModel whole = fit_group(d, options);
   if (depth == 0 || whole.loo_mape <= options.split_above) return {std::move(whole)};
+  const Eigen::VectorXd whole_errors = loo_errors(d, whole.function, options.terms.nonnegative);
+  const double target = options.split_gain * whole.loo_mape;
+  // The prior's cut needs no three runs per coefficient on its side (a dozen runs have three at
+  // batch 1), but pays the same margin as any other.
+  if (const auto prior = batch_one_cut(d, options.priors)) {
+    auto parts = fit_sides(d, *prior, options, depth - 1);
+    if (parts && mean_loo(*parts) < target && every_part_better(d, whole_errors, *parts))
+      return std::move(*parts);
+  }
   Screener screener{options, shaped_terms(d.params, options), options.min_regime_runs};
   screener.terms.refit_limit = std::min<std::size_t>(screener.terms.refit_limit, 16);
   if (screener.min_runs == 0) screener.min_runs = 3 * (whole.function.features.size() + 1);
-  const double target = options.split_gain * whole.loo_mape;
   // Every cut is screened one level deep; the few best are screened again with their sides
   // cut too, since one break often pays only once a second one is found.
   std::vector<std::pair<Score, Cut>> screened;
@@ -123,22 +188,10 @@ std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options, s
   for (const auto& [score, c] : screened)
     if (score.loo < target && better(score, best_score)) best = c, best_score = score;
   if (!best) return {std::move(whole)};
-  std::vector<SubModel> parts;
-  for (bool above : {false, true}) {
-    const Cut cut{best->param, best->at, above};
-    std::vector<SubModel> side;
-    try {
-      side = fit_regimes(side_of(d, cut), options, depth - 1);
-    } catch (const FitError&) {
-      return {std::move(whole)};
-    }
-    for (auto& p : side) {
-      p.domain.insert(p.domain.begin(), cut);
-      parts.push_back(std::move(p));
-    }
-  }
-  if (mean_loo(parts) >= target) return {std::move(whole)};
-  return parts;
+  auto parts = fit_sides(d, *best, options, depth - 1);
+  if (!parts || mean_loo(*parts) >= target || !every_part_better(d, whole_errors, *parts))
+    return {std::move(whole)};
+  return std::move(*parts);
 }
 
 }  // namespace memwatch::model

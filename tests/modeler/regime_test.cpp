@@ -3,6 +3,8 @@
 // through JSON, and leave smooth data in one piece.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "memwatch/model/model.hpp"
 #include "memwatch/model/model_json.hpp"
 #include "synthetic.hpp"
@@ -71,6 +73,51 @@ TEST(Regimes, SmoothDataStaysInOnePiece) {
   const Model m = fit(testing::unet_grid(0.002, 5));
   ASSERT_EQ(m.parts.size(), 1u) << m.describe();
   EXPECT_TRUE(m.parts[0].domain.empty());
+}
+
+// The example: a log factor the search may not use (no --log) leaves error above noise
+// everywhere; wherever the fit cuts, each part must do better than one formula does on its runs.
+TEST(Regimes, EveryPartOfACutBeatsTheSingleFormulaThere) {
+  const std::vector<std::pair<std::vector<double>, std::vector<double>>> grids{
+      {{2, 4, 8, 16}, {1, 2, 4, 8, 16}},
+      {{1, 2, 3, 4}, {1, 2, 3, 4, 5, 6, 7, 8}},
+      {{1, 2, 4, 8, 16}, {1, 2, 3, 4, 5}},
+      {{1, 3, 5, 7, 9}, {1, 2, 4, 8, 16, 32}}};
+  for (const auto& [xs, ys] : grids) {
+    const Dataset d = grid(
+        {"x", "y"}, {xs, ys}, [](const auto& v) { return 1 + 0.2 * v[0] * v[0] * std::log2(v[1]); },
+        0, 1);
+    FitOptions whole_only;
+    whole_only.split_depth = 0;
+    const Model one = fit(d, whole_only);
+    const Eigen::VectorXd whole = loo_errors(d, one.parts[0].function, true);
+    const Model m = fit(d);
+    for (const auto& part : m.parts) {
+      double there = 0;
+      std::size_t runs = 0;
+      for (std::size_t i = 0; i < d.rows.size(); ++i)
+        if (inside(part.domain, d.rows[i].x)) there += whole(static_cast<Eigen::Index>(i)), ++runs;
+      EXPECT_LT(part.loo_mape, there / static_cast<double>(runs)) << m.describe();
+      EXPECT_LT(part.loo_mape, 0.5) << m.describe();
+    }
+  }
+}
+
+TEST(Regimes, ACutWhoseOneSideGetsWorseIsRefusedThoughTheAverageHalves) {
+  // Twelve runs; the single formula errs 10% on the first four and 30% on the other eight.
+  Dataset d;
+  d.params = {"x"};
+  for (int i = 1; i <= 12; ++i) d.add({static_cast<double>(i)}, 1);
+  Eigen::VectorXd whole(12);
+  whole << 0.1, 0.1, 0.1, 0.1, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3;
+  SubModel low, high;
+  low.domain = {Cut{0, 4, false}};
+  high.domain = {Cut{0, 4, true}};
+  high.loo_mape = 0.01;
+  low.loo_mape = 0.5;  // the average falls from 23% to 17%, but this side is 5x worse
+  EXPECT_FALSE(every_part_better(d, whole, {low, high}));
+  low.loo_mape = 0.09;
+  EXPECT_TRUE(every_part_better(d, whole, {low, high}));
 }
 
 }  // namespace

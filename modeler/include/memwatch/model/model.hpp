@@ -97,4 +97,13 @@ struct Model {
 [[nodiscard]] std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options,
                                                 std::size_t depth);
 
+// The single formula `f`'s leave-one-out error on each run of `d`, |e_i|, in row order.
+[[nodiscard]] Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative);
+
+// A cut must make every part better, not only the average: each part's leave-one-out MAPE must
+// be below the single formula's (`whole_errors`, from loo_errors) on the same runs, or one side
+// could pay for the other (a side at 50% error under an average that halved).
+[[nodiscard]] bool every_part_better(const Dataset& d, const Eigen::VectorXd& whole_errors,
+                                     const std::vector<SubModel>& parts);
+
 }  // namespace memwatch::model
