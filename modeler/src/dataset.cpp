@@ -1,5 +1,8 @@
 #include "memwatch/model/dataset.hpp"
 
+#include <cmath>
+#include <numbers>
+
 namespace memwatch::model {
 
 std::vector<Group> split_by_category(const Dataset& d) {
@@ -20,6 +23,23 @@ std::vector<Group> split_by_category(const Dataset& d) {
     groups[it->second].data.rows.push_back(std::move(r));
   }
   return groups;
+}
+
+double repetition_noise(const Dataset& d) {
+  double variance = 0;
+  std::size_t repeated = 0;
+  for (const auto& r : d.rows) {
+    const auto n = static_cast<double>(r.repetitions.size());
+    if (n < 2) continue;
+    double mean = 0;
+    for (double v : r.repetitions) mean += v / n;
+    double sample = 0;
+    for (double v : r.repetitions) sample += (v - mean) * (v - mean) / (n - 1);
+    // The median of n Gaussian draws varies pi/2 times as much as their mean.
+    variance += std::numbers::pi / 2 * sample / n / (r.y * r.y);
+    ++repeated;
+  }
+  return repeated ? std::sqrt(variance / static_cast<double>(repeated)) : 0;
 }
 
 }  // namespace memwatch::model

@@ -100,7 +100,13 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   return part;
 }
 
-Model fit(const Dataset& d, const FitOptions& options) {
+Model fit(const Dataset& d, const FitOptions& given) {
+  // Where repetitions show the measurements noisier than the thresholds assume, error up to that
+  // noise is no reason for a GP tree or a regime.
+  FitOptions options = given;
+  const double noise = repetition_noise(d);
+  options.gp_above = std::max(options.gp_above, noise);
+  options.split_above = std::max(options.split_above, noise);
   Model m;
   m.target = d.target;
   m.params = d.params;

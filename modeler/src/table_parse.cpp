@@ -75,6 +75,27 @@ void check_target(double y, std::size_t line, const std::string& name) {
     throw ParseError(line, "target '" + name + "' must be positive, got " + std::to_string(y));
 }
 
+// A value or, as Extra-P writes repeated measurements, a list of them.
+std::vector<double> values_of(const nlohmann::json& value, std::size_t line) {
+  auto number = [&](const nlohmann::json& v) {
+    if (!v.is_number()) throw ParseError(line, "non-number " + v.dump() + " in \"value\"");
+    return v.get<double>();
+  };
+  if (!value.is_array()) return {number(value)};
+  if (value.empty()) throw ParseError(line, "empty list in \"value\"");
+  std::vector<double> out;
+  for (const auto& v : value) out.push_back(number(v));
+  return out;
+}
+
+// Repetitions of a memory peak agree but for the odd outlier (a first run warming a cache, a
+// late allocator decision); the median ignores one outlier in three, the mean would follow it.
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 }  // namespace
 
 const std::vector<std::string>& measurement_columns() {
@@ -235,8 +256,7 @@ Dataset parse_jsonl(std::string_view text, const TableOptions& options) {
     if (!j.is_object() || !j.contains("params") || !j["params"].is_object())
       throw ParseError(number, "expected an object with a \"params\" object");
     if (!j.contains("value")) throw ParseError(number, "missing \"value\"");
-    if (!j["value"].is_number())
-      throw ParseError(number, "non-number " + j["value"].dump() + " in \"value\"");
+    const std::vector<double> repetitions = values_of(j["value"], number);
     const json& params = j["params"];
     if (keys.empty()) {
       if (options.params.empty())
@@ -271,8 +291,9 @@ Dataset parse_jsonl(std::string_view text, const TableOptions& options) {
     if (options.params.empty())
       for (const auto& [k, v] : params.items())
         if (!contains(keys, k)) throw ParseError(number, "unexpected parameter '" + k + "'");
-    row.y = j["value"].get<double>();
-    check_target(row.y, number, "value");
+    for (double v : repetitions) check_target(v, number, "value");
+    row.y = median(repetitions);
+    if (repetitions.size() > 1) row.repetitions = repetitions;
     d.rows.push_back(std::move(row));
   }
   check_enough_runs(d, lines.back().number);

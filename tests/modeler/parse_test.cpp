@@ -1,6 +1,9 @@
 // CSV and JSON Lines: what is read, what is skipped, and every error naming its line.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <numbers>
+
 #include "memwatch/model/table_parse.hpp"
 
 namespace memwatch::model {
@@ -120,6 +123,50 @@ TEST(ParseJsonl, ReadsExtraPLines) {
       parse_table("\n  {\"params\":{\"a\":1},\"value\":1}\n{\"params\":{\"a\":2},\"value\":2}\n")
           .rows.size(),
       2u);
+}
+
+TEST(ParseJsonl, RepetitionsAsExtraPWritesThemGiveTheirMedian) {
+  const Dataset d = parse_jsonl(
+      "{\"params\":{\"x\":1},\"value\":[1.0,1.1,0.9]}\n"
+      "{\"params\":{\"x\":2},\"value\":[2.0,2.2,9.0]}\n"  // one outlier: the median ignores it
+      "{\"params\":{\"x\":3},\"value\":[3.0,3.2]}\n"
+      "{\"params\":{\"x\":4},\"value\":[4.0]}\n"
+      "{\"params\":{\"x\":5},\"value\":5}\n");
+  ASSERT_EQ(d.rows.size(), 5u);
+  EXPECT_DOUBLE_EQ(d.rows[0].y, 1.0);
+  EXPECT_DOUBLE_EQ(d.rows[1].y, 2.2);
+  EXPECT_DOUBLE_EQ(d.rows[2].y, 3.1);
+  EXPECT_DOUBLE_EQ(d.rows[3].y, 4.0);
+  EXPECT_EQ(d.rows[0].repetitions, (std::vector<double>{1.0, 1.1, 0.9}));
+  EXPECT_TRUE(d.rows[3].repetitions.empty());
+  EXPECT_TRUE(d.rows[4].repetitions.empty());
+  const std::string good = "{\"params\":{\"x\":1},\"value\":[1,2]}\n";
+  EXPECT_EQ(error_line([&] { (void)parse_jsonl(good + "{\"params\":{\"x\":2},\"value\":[]}\n"); },
+                       "empty list in \"value\""),
+            2u);
+  EXPECT_EQ(
+      error_line([&] { (void)parse_jsonl(good + "{\"params\":{\"x\":2},\"value\":[1,\"a\"]}\n"); },
+                 "non-number \"a\" in \"value\""),
+      2u);
+  EXPECT_EQ(
+      error_line([&] { (void)parse_jsonl(good + "{\"params\":{\"x\":2},\"value\":[1,-2]}\n"); },
+                 "must be positive"),
+      2u);
+}
+
+TEST(ParseJsonl, RepetitionsMeasureTheNoise) {
+  std::string text;
+  for (int x = 1; x <= 40; ++x) {
+    const double v = 100.0 * x;
+    // Sample standard deviation 1% of the value, 3 repetitions each.
+    text += "{\"params\":{\"x\":" + std::to_string(x) + "},\"value\":[" + std::to_string(v * 0.99) +
+            "," + std::to_string(v) + "," + std::to_string(v * 1.01) + "]}\n";
+  }
+  const Dataset d = parse_jsonl(text);
+  EXPECT_NEAR(repetition_noise(d), std::sqrt(std::numbers::pi / 2 * 1e-4 / 3), 1e-6);
+  EXPECT_EQ(repetition_noise(parse_jsonl("{\"params\":{\"x\":1},\"value\":1}\n"
+                                         "{\"params\":{\"x\":2},\"value\":2}\n")),
+            0);
 }
 
 TEST(ParseJsonl, ErrorsNameTheirLine) {

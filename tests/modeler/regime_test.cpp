@@ -69,6 +69,16 @@ TEST(Regimes, TheBreakSurvivesJson) {
   EXPECT_EQ(back.parts[1].domain.front().above, true);
 }
 
+TEST(Regimes, NoBreakWithinTheNoiseTheRepetitionsShow) {
+  // The same break, but repeated measurements that scatter by 20%: one formula's error is
+  // within that noise, so no cut is made (nor a GP tree tried).
+  Dataset d = two_path_grid(1);
+  for (auto& r : d.rows) r.repetitions = {0.8 * r.y, r.y, 1.2 * r.y};
+  const Model m = fit(d);
+  ASSERT_EQ(m.parts.size(), 1u) << m.describe();
+  EXPECT_EQ(m.parts[0].search, "terms");
+}
+
 TEST(Regimes, SmoothDataStaysInOnePiece) {
   const Model m = fit(testing::unet_grid(0.002, 5));
   ASSERT_EQ(m.parts.size(), 1u) << m.describe();
