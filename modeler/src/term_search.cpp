@@ -252,7 +252,8 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
   for (const auto& sc : scored)
     if (sc.score < best_by_size[sc.terms.size()].score) best_by_size[sc.terms.size()] = sc;
   for (const auto& sc : best_by_size)
-    if (!sc.terms.empty()) scored.push_back(improve_by_swaps(sc, base, dict, o.nonnegative));
+    if (o.swaps && !sc.terms.empty())
+      scored.push_back(improve_by_swaps(sc, base, dict, o.nonnegative));
   const std::size_t refit = std::min(o.refit_limit, scored.size());
   std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(refit),
                     scored.end(),

@@ -25,6 +25,7 @@ struct TermSearchOptions {
   std::size_t keep_per_step = 6;  // candidates per forward step that join the exhaustive pool
   std::size_t pool_limit = 26;
   std::size_t refit_limit = 256;  // pool subsets fitted properly (sign checks, exact costs)
+  bool swaps = true;  // improve the best subset of each size by swaps against the dictionary
   bool nonnegative = true;
   // A simpler model wins when its leave-one-out MAPE is within
   // max(relative * best, absolute, standard_errors * SE) of the best, SE being the standard
