@@ -46,15 +46,17 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   part.search = "terms";
   std::vector<Hypothesis> ranked = search_terms(d, shaped_terms(d.params, options));
   Priors check = options.priors;
-  if (options.priors.enabled && !ranked.empty() && ranked.front().loo_mape() > options.gp_above) {
-    // The shape priors give way only to a clear margin: above noise, a free search that halves
-    // the error is evidence, not a fit to the jags.
+  bool overruled = false;
+  if (options.priors.enabled && !ranked.empty() && ranked.front().loo_mape() > options.gp_above &&
+      d.rows.size() >= options.priors.overrule_runs) {
+    // The shape priors give way only to a clear margin: above noise, a free search that cuts
+    // the error to a fraction (`overwhelm`) of theirs is evidence, not a fit to the jags.
     auto free = search_terms(d, options.terms);
     if (!free.empty() &&
         free.front().loo_mape() < options.priors.overwhelm * ranked.front().loo_mape()) {
       ranked = std::move(free);
       check.affine.clear();
-      part.search = "terms (priors overruled)";
+      overruled = true;
     }
   }
   auto implausible = [&](const Hypothesis& h) {
@@ -77,6 +79,7 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
     prefer_simple(ranked, options.terms);
     if (!same_features(ranked.front().function, term_best)) part.search += "+gp";
   }
+  if (overruled) part.search += " (priors overruled)";
   auto final_fit = fit_hypothesis(d, ranked.front().function.features, options.terms.nonnegative,
                                   /*with_loo_shifts=*/true);
   // The search fitted the same features already; the refit only adds the shifts.

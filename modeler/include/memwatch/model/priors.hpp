@@ -26,6 +26,8 @@ struct Priors {
   // A search without the shape priors wins only when its leave-one-out MAPE is below this
   // fraction of the one with them (and theirs is above noise).
   double overwhelm = 0.25;
+  // Nor on fewer runs than this: three runs at batch 1 cannot overwhelm anything.
+  std::size_t overrule_runs = 20;
   // On host memory (CPU convolutions take another path at batch 1), batch 1 is offered as its
   // own regime; it is kept only where each part fits better than one formula does there.
   bool batch_one_regime = true;
