@@ -155,7 +155,7 @@ json QueryTable::op_max(const json& r) const {
   if (m == nullptr) return failure("no model yet for workload '" + workload + "', target " + target);
   model::Point p = point_from(r);
   const double capacity = r["capacity_bytes"];
-  const double value = largest_fitting(*m, p, vary, capacity);
+  const double value = largest_value_that_fits(*m, p, vary, capacity);
   json reply = {{"ok", true}, {"vary", vary}, {"value", value}, {"capacity_bytes", capacity}};
   if (value > 0) {
     p.values[vary] = value;

@@ -3,22 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <utility>
 
+#include "memwatch/model/largest_fitting.hpp"
 #include "refit.hpp"
 
 namespace memwatch::daemon {
-
-namespace {
-
-constexpr double kSearchLimit = 1e7;  // no parameter of a training run goes past this
-
-bool fits(const model::Model& m, model::Point& p, const std::string& vary, double v,
-          double capacity) {
-  p.values[vary] = v;
-  return m.predict(p).upper <= capacity;
-}
-
-}  // namespace
 
 std::string formula_of(const model::Model& m, const model::Point& p) {
   return m.target + " = " + m.part_for(p).function.to_string(m.params);
@@ -30,26 +21,16 @@ model::Point point_of(const protocol::Params& params) {
   return p;
 }
 
-double largest_fitting(const model::Model& m, model::Point p, const std::string& vary,
+// The modeler's own search (memwatch max answers the same): on whole values of the parameter,
+// by the upper bound, never above a smaller value that failed.
+double largest_value_that_fits(const model::Model& m, model::Point p, const std::string& vary,
                        double capacity) {
-  if (!fits(m, p, vary, 1, capacity)) return 0;
-  const auto start = p.values.count(vary) ? std::max(1.0, std::floor(p.values[vary])) : 1.0;
-  double good = 1, bad = 0;
-  // Grow from the run's own value (or 1) until it no longer fits, then bisect between.
-  for (double v = start; v <= kSearchLimit; v *= 2) {
-    if (!fits(m, p, vary, v, capacity)) {
-      bad = v;
-      break;
-    }
-    good = v;
+  if (!(capacity > 0)) return 0;
+  try {
+    return model::largest_fitting(m, std::move(p), vary, capacity).value;
+  } catch (const std::invalid_argument&) {
+    return 0;  // the run's parameters do not fit this model: no value to name
   }
-  if (bad == 0) return good;
-  if (good >= bad) good = 1;
-  while (bad - good > 1) {
-    const double mid = std::floor((good + bad) / 2);
-    (fits(m, p, vary, mid, capacity) ? good : bad) = mid;
-  }
-  return good;
 }
 
 protocol::Verdict judge(const model::Model& m, const protocol::Hello& hello,
@@ -66,7 +47,7 @@ protocol::Verdict judge(const model::Model& m, const protocol::Hello& hello,
                                                              : protocol::VerdictKind::fits;
   if (v.kind == protocol::VerdictKind::over_capacity && !hello.params.empty()) {
     v.vary = hello.params.front().first;
-    v.largest_fitting = largest_fitting(m, p, v.vary, v.capacity_bytes);
+    v.largest_fitting = largest_value_that_fits(m, p, v.vary, v.capacity_bytes);
   }
   return v;
 }

@@ -13,10 +13,10 @@
 namespace memwatch::daemon {
 
 // The largest value of `vary` (a whole number, as batch sizes and edges are) whose upper bound
-// fits `capacity_bytes`, the other parameters as in `base`; 0 when not even 1 fits. Searches
-// upward from `base`'s value while it fits, then bisects, so a monotone model answers exactly.
-double largest_fitting(const model::Model& m, model::Point base, const std::string& vary,
-                       double capacity_bytes);
+// fits `capacity_bytes` there and at every smaller value, the other parameters as in `base`; 0
+// when not even 1 fits. The modeler's search (model::largest_fitting), as `memwatch max` uses.
+double largest_value_that_fits(const model::Model& m, model::Point base, const std::string& vary,
+                               double capacity_bytes);
 
 // The verdict of one model on a HELLO: over capacity when the upper bound exceeds
 // `capacity_bytes` (0: unknown, never over); `vary` is the first parameter of the run.
