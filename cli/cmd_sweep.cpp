@@ -21,6 +21,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "args.hpp"
@@ -149,10 +150,8 @@ RunSpec run_spec(const SweepSettings& s, const Point& p, std::size_t i, const fs
   }
   for (const auto& word : s.command) {
     std::string filled = substitute(word, s.axes, p);
-    for (auto at = filled.find("{config}"); s.config_template && at != std::string::npos;
-         at = filled.find("{config}", at + config_path.size()))
-      filled.replace(at, 8, config_path);
-    spec.argv.push_back(filled);
+    if (s.config_template) filled = replace_all(std::move(filled), "{config}", config_path);
+    spec.argv.push_back(std::move(filled));
   }
   spec.params = describe(s.axes, p, ',');
   spec.report = dir / (stem + ".json");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "args.hpp"
 
@@ -41,13 +42,15 @@ std::string canonical_number(std::string_view text) {
   return buf;
 }
 
+std::string replace_all(std::string text, std::string_view key, std::string_view value) {
+  for (auto at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
+    text.replace(at, key.size(), value);
+  return text;
+}
+
 std::string substitute(std::string text, const std::vector<Axis>& axes, const Point& point) {
-  for (std::size_t a = 0; a < axes.size(); ++a) {
-    const std::string key = "{" + axes[a].name + "}";
-    const std::string& value = axes[a].values[point[a]];
-    for (auto at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
-      text.replace(at, key.size(), value);
-  }
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    text = replace_all(std::move(text), "{" + axes[a].name + "}", axes[a].values[point[a]]);
   return text;
 }
 

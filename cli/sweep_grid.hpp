@@ -22,6 +22,8 @@ Axis parse_axis(std::string_view spec);
 bool is_identifier(std::string_view s);
 std::vector<std::string> split(std::string_view text, char sep);
 
+// `text` with every `key` replaced by `value`.
+std::string replace_all(std::string text, std::string_view key, std::string_view value);
 // `text` with every `{NAME}` of an axis replaced by the point's value; other braces stay.
 std::string substitute(std::string text, const std::vector<Axis>& axes, const Point& point);
 // A `{name}` in the command that no axis (nor `extra`, such as "config") defines: a typo that

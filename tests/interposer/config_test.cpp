@@ -1,5 +1,6 @@
 // Configuration from the environment: every variable, good and bad values.
 #include "settings/config.hpp"
+#include "process.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -191,18 +192,13 @@ TEST(Config, AnInterpretersWorkloadIsTheScriptOrModuleItRuns) {
 // A trainer's own config file, as pytorch-3dunet has one: parameters by dotted keys.
 class ConfigFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "memwatch-config-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path) << text;
     return path;
   }
-  std::string dir_;
+  memwatch::test::TempDir temp_;
+  const std::string dir_ = temp_.path();
 };
 
 constexpr const char* kUnetYaml = R"(model:

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "reporting/report.hpp"
+#include "process.hpp"
 
 using namespace memwatch::shim;
 
@@ -26,15 +27,10 @@ constexpr std::string_view kReport = "{\"schema\":\"memwatch.report/1\"}\n";
 
 class ReportTarget : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/memwatch-target-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  [[nodiscard]] std::string file(const std::string& name) const { return dir_ + "/" + name; }
+  [[nodiscard]] std::string file(const std::string& name) const { return temp_.file(name); }
 
-  std::string dir_;
+  memwatch::test::TempDir temp_;
+  const std::string dir_ = temp_.path();
 };
 
 std::string contents(const std::string& path) {

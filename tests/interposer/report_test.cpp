@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "reporting/json_buffer.hpp"
+#include "process.hpp"
 
 using namespace memwatch::shim;
 using nlohmann::json;
@@ -114,17 +115,15 @@ TEST(Report, TooSmallABufferGivesNothingRatherThanHalfAReport) {
 }
 
 TEST(Report, WrittenAtomicallyWithThePidExpanded) {
-  char dir[] = "/tmp/memwatch-report-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string templ = std::string(dir) + "/run.%p.json";
+  const memwatch::test::TempDir temp;
+  const std::string dir = temp.path();
+  const std::string templ = dir + "/run.%p.json";
   ASSERT_EQ(report_write(templ.c_str(), 1234, "{\"ok\":1}\n"), nullptr);
-  std::ifstream in(std::string(dir) + "/run.1234.json");
+  std::ifstream in(dir + "/run.1234.json");
   std::stringstream s;
   s << in.rdbuf();
   EXPECT_EQ(s.str(), "{\"ok\":1}\n");
   EXPECT_NE(report_write("/nonexistent-dir/x.json", 1, "{}"), nullptr);
-  std::remove((std::string(dir) + "/run.1234.json").c_str());
-  rmdir(dir);
 }
 
 }  // namespace

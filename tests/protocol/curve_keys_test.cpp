@@ -1,6 +1,7 @@
 // The key files: Z85 decodes as RFC 32 says, and every file that is not one key is refused with
 // its path named.
 #include "memwatch/protocol/curve_keys.hpp"
+#include "process.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -18,17 +19,13 @@ const std::string kHelloKey = "HelloWorldHelloWorldHelloWorldHelloWorld";
 
 class KeyFolder : public ::testing::Test {
  protected:
-  KeyFolder() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "memwatch-keys-XXXXXX");
-    dir_ = mkdtemp(pattern.data());
-  }
-  ~KeyFolder() override { std::filesystem::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path) << text;
     return path;
   }
-  std::string dir_;
+  memwatch::test::TempDir temp_;
+  const std::string dir_ = temp_.path();
 };
 
 TEST(Z85, DecodesTheRfcExampleAndRefusesEverythingElse) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "memwatch/protocol/endpoints.hpp"
+#include "process.hpp"
 
 using namespace memwatch::protocol;
 
@@ -17,14 +18,8 @@ namespace {
 
 class PrivateDir : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/memwatch-private-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string dir_;
+  memwatch::test::TempDir temp_;
+  const std::string dir_ = temp_.path();
 };
 
 mode_t mode_of(const std::string& path) {
