@@ -28,7 +28,7 @@ std::atomic<CUresult (*)(CUdevice*)> g_ctx_get_device{nullptr};
 std::atomic<CUresult (*)(CUmemoryPool*, CUdevice)> g_device_get_mem_pool{nullptr};
 std::atomic<CUresult (*)(CUmemoryPool, CUmemPool_attribute, void*)> g_pool_get_attribute{nullptr};
 std::atomic<CUresult (*)(char*, int, CUdevice)> g_device_get_pci_bus_id{nullptr};
-std::atomic<bool> g_next_queries_tried{false};
+std::atomic<bool> g_next_queries_done{false};
 
 std::atomic<bool> g_cuda_seen{false};
 std::atomic<bool> g_cupti_counting{false};
@@ -44,11 +44,12 @@ void* lookup_in_handle(void* handle, const char* name) {
 }
 
 // For the exported hooks: the libcuda the program linked is next after the shim.
+// Every thread that arrives before the lookup has finished makes it too (set_once keeps the
+// first answer): one that went on without the queries would count its blocks on device 0.
 void ensure_queries() noexcept {
-  if (g_ctx_get_device.load(std::memory_order_acquire) != nullptr ||
-      g_next_queries_tried.exchange(true))
-    return;
+  if (g_next_queries_done.load(std::memory_order_acquire)) return;
   device_driver_queries_from(lookup_in_handle, RTLD_NEXT);
+  g_next_queries_done.store(true, std::memory_order_release);
 }
 
 int current_device() noexcept {

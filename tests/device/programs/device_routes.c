@@ -260,6 +260,9 @@ static void* holder(void* arg) {
   const int device = (int)(long)arg % 2;
   void* blocks[4];
   CHECK(cudaSetDevice(device));
+  /* All four make the process's first counted call at once: none may be counted before the
+     shim knows how to ask for the current device. */
+  pthread_barrier_wait(&g_barrier);
   for (int i = 0; i < 4; ++i) CHECK(cudaMalloc(&blocks[i], 8 * MiB));
   pthread_barrier_wait(&g_barrier); /* all four threads hold their 32 MiB here */
   for (int i = 0; i < 4; ++i) CHECK(cudaFree(blocks[i]));
