@@ -36,6 +36,7 @@ int cmd_run(std::span<char* const> argv) {
   if (auto r = args.value("report")) setenv("MEMWATCH_REPORT", r->c_str(), 1);
   if (auto e = args.value("endpoint")) setenv("MEMWATCH_ENDPOINT", e->c_str(), 1);
   if (auto c = args.value("capacity")) setenv("MEMWATCH_CAPACITY", c->c_str(), 1);
+  unsetenv("MEMWATCH_JOB");  // a job of its own, even when started inside another
 
   std::vector<char*> command;
   for (const std::string& word : args.rest()) command.push_back(const_cast<char*>(word.c_str()));

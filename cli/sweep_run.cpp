@@ -40,6 +40,17 @@ std::optional<std::int64_t> report_figure(const nlohmann::json& report,
   return at->get<std::int64_t>();
 }
 
+// A run figure as the report has it: its job's (report.job[name]) where the report is a job's,
+// else the process's own.
+std::optional<std::int64_t> run_figure(const nlohmann::json& report,
+                                       const protocol::Figure& figure) {
+  if (auto job = report.find("job"); job != report.end() && job->is_object())
+    if (auto value = job->find(std::string(figure.name));
+        value != job->end() && value->is_number_integer())
+      return value->get<std::int64_t>();
+  return report_figure(report, figure);
+}
+
 std::string tail_of(const fs::path& log, std::size_t lines) {
   std::ifstream in(log);
   std::vector<std::string> all;
@@ -61,6 +72,7 @@ std::string tail_of(const fs::path& log, std::size_t lines) {
   setenv("MEMWATCH_PARAMS", spec.params.c_str(), 1);
   setenv("MEMWATCH_REPORT", spec.report.c_str(), 1);
   if (spec.workload) setenv("MEMWATCH_WORKLOAD", spec.workload->c_str(), 1);
+  unsetenv("MEMWATCH_JOB");  // each row is a job of its own, even in a sweep run inside one
   int devnull = open("/dev/null", O_RDONLY);
   int log = open(spec.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (devnull >= 0) dup2(devnull, 0);
@@ -134,7 +146,7 @@ RunResult run_one(const RunSpec& spec) {
     auto report = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (report.is_object() && report.value("schema", "") == "memwatch.report/1") {
       for (const protocol::Figure& f : protocol::kFigures)
-        if (auto value = report_figure(report, f); f.run && value)
+        if (auto value = run_figure(report, f); f.run && value)
           result.figures[protocol::figure_index(f)] = value;
       if (report.contains("elapsed_s") && report["elapsed_s"].is_number())
         result.elapsed_s = report["elapsed_s"].get<double>();

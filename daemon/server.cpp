@@ -240,15 +240,20 @@ void Server::check_liveness() {
   store_.flush_samples();  // the runs table holds every peak seen so far
   for (const Run& run : store_.running_on(host_)) {
     if (!process_gone(run.pid)) continue;
-    // Died without BYE (SIGKILL, the OOM killer): its counters survive in shared memory.
-    // Without them the run keeps what its samples raised.
+    // Died without BYE (SIGKILL, the OOM killer): its counters survive in shared memory, its
+    // job's (the run is the job its process was the root of) or its own. Without them the run
+    // keeps what its samples raised.
     protocol::Bye last;
-    if (const auto counters = protocol::segment_read(static_cast<int>(run.pid))) {
+    const int pid = static_cast<int>(run.pid);
+    auto counters = protocol::job_segment_read(pid);
+    if (!counters) counters = protocol::segment_read(pid);
+    if (counters) {
       protocol::copy_run_figures(*counters, last);
       last.device_peaks = protocol::device_peaks_of(*counters);
       last.elapsed_s = unix_now() - run.started_unix_s;
-      protocol::segment_remove(static_cast<int>(run.pid));
     }
+    protocol::segment_remove(pid);
+    protocol::job_segment_remove(pid);
     store_.mark_killed(run.id, last);
     publish({{"event", "run_killed"}, {"run", run.id}, {"workload", run.workload}});
   }

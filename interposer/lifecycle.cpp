@@ -8,9 +8,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 
+#include "counting/job.hpp"
 #include "counting/proc_stats.hpp"
 #include "counting/segment.hpp"
 #include "device/device_count.hpp"
@@ -22,6 +24,7 @@
 #include "reporting/report.hpp"
 #include "reporting/reporter.hpp"
 #include "settings/config.hpp"
+#include "settings/program_name.hpp"
 #if MEMWATCH_DEVICE_HOOKS
 #include "device/device_cupti.hpp"
 #include "device/device_hooks.hpp"
@@ -83,6 +86,7 @@ class ReporterClients final : public ReporterClient {
   }
   void sampled(const CounterSnapshot& s) override {
     device_tick();
+    job_sample();
     if (g_link != nullptr) g_link->sampled(s);
   }
   void stopping(const CounterSnapshot& s) override {
@@ -91,16 +95,26 @@ class ReporterClients final : public ReporterClient {
 };
 ReporterClients g_clients;
 
+// A member of a job writes its own report only where MEMWATCH_REPORT names each process's file;
+// the report at the one path is the job's, its root's.
+bool writes_report() {
+  const char* path = g_config.report_path;
+  return path[0] != '\0' && (job_role() != JobRole::member || std::strstr(path, "%p") != nullptr);
+}
+
 // Once per process; async-signal-safe (report formatting and writing allocate nothing).
 void finish(ExitCause cause, int detail) noexcept {
   if (getpid() != g_pid) return;  // a vfork child: the report is its parent's to write
   if (g_report_done.exchange(true)) return;
   counters_flush_thread();
   CounterBlock& block = counters_block();
-  if (g_config.report_path[0] != '\0') {
+  const CounterSnapshot own = counters_snapshot(block);
+  job_sample();  // the root's report counts only members still there
+  if (writes_report()) {
     ReportFacts facts{};
     facts.config = &g_config;
-    facts.counters = counters_snapshot(block);
+    facts.counters = own;
+    facts.job = job_role() == JobRole::root ? job_block() : nullptr;
     facts.error_bound_bytes = counters_error_bound();
     facts.rss_hwm_bytes = proc_rss_hwm_bytes();
     facts.host_capacity_bytes = g_host_capacity;
@@ -116,11 +130,13 @@ void finish(ExitCause cause, int detail) noexcept {
                                    : report_write(g_config.report_path, g_pid, json);
     if (why != nullptr) log_line("cannot write the report to %s: %s", g_config.report_path, why);
   }
+  job_leave(own, MemberState::exited);
   if (cause != ExitCause::signal) {
-    // Clean ends mark the block and remove the segment; after a fatal signal it stays for the
-    // daemon, as it would after SIGKILL.
+    // Clean ends mark the block and remove the segments; after a fatal signal they stay for the
+    // daemon, as they would after SIGKILL.
     block.exited.store(1, std::memory_order_relaxed);
     segment_remove(g_pid);
+    job_close();
   }
 }
 
@@ -211,14 +227,20 @@ bool endpoint_folder_trusted() {
   return g_folder_state == FolderState::trusted;
 }
 
+// The root watches, and tells the daemon of, the job's figures; a member only keeps its slot's
+// figures up to date.
 void start_reporter() {
   ReporterOptions options;
-  options.host_capacity_bytes = g_host_capacity;
-  options.device_capacity = device_capacity;
+  const bool member = job_role() == JobRole::member;
+  if (job_role() == JobRole::root) options.block = &job_block()->counters;
+  if (!member) {
+    options.host_capacity_bytes = g_host_capacity;
+    options.device_capacity = device_capacity;
+  }
   options.watch = g_config.watch;
   g_link = nullptr;
   const memwatch::protocol::CurveClientKeys* keys = nullptr;
-  if (endpoint_folder_trusted() && DaemonLink::daemon_may_listen(g_config.endpoint) &&
+  if (!member && endpoint_folder_trusted() && DaemonLink::daemon_may_listen(g_config.endpoint) &&
       curve_keys_for_link(keys)) {
     g_link = new (g_link_storage)
         DaemonLink({&g_config, g_host_capacity, proc_unix_s(), g_start_monotonic, keys});
@@ -254,14 +276,15 @@ void act_on_verdict(const memwatch::protocol::Verdict& v) {
   }
 }
 
-// A new segment for this pid, carrying the current values; says so once if it cannot.
+// A new segment for this pid, carrying the current values; says so once if it cannot, and then
+// counts in the process's own memory (a forked child must not go on in its parent's segment).
 void attach_segment(bool keep_peaks) {
   CounterBlock* block = segment_create(g_pid);
   if (block == nullptr) {
     log_line("cannot create the shared-memory segment /dev/shm/%s; counting goes on, but the "
              "last values will not survive a SIGKILL",
              segment_name(g_pid).c_str());
-    return;
+    block = &counters_static_block();
   }
   counters_init_block(*block, g_pid, proc_unix_s(), keep_peaks);
   counters_use_block(block);
@@ -274,8 +297,9 @@ void in_forked_child() {
   g_pid = getpid();
   g_start_monotonic = proc_monotonic_s();
   g_report_done.store(false);
-  counters_after_fork_child();  // the counters still point at the parent's block
-  attach_segment(/*keep_peaks=*/false);
+  attach_segment(/*keep_peaks=*/false);  // until then the counters are the parent's
+  counters_after_fork_child();
+  job_after_fork_child();
   g_reporter->forget_after_fork();
   start_reporter();
 }
@@ -302,6 +326,11 @@ __attribute__((constructor(101))) static void memwatch_start(int argc, char** ar
   counters_set_batch(g_config.batch_bytes);
   g_host_capacity = g_config.host_capacity > 0 ? g_config.host_capacity : proc_host_capacity_bytes();
   attach_segment(/*keep_peaks=*/true);
+  job_start(g_config.job_root, program_name(argc, argv).c_str());
+  if (job_role() == JobRole::none)
+    log_line("cannot create the shared-memory segment /dev/shm/%s; the run's figures are this "
+             "process's alone, not its job's",
+             memwatch::protocol::job_segment_name(g_pid).c_str());
   pthread_atfork(before_fork, nullptr, in_forked_child);
   if (g_config.signals) install_signal_handlers();
   g_reporter = new (g_reporter_storage) Reporter();

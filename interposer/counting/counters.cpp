@@ -14,6 +14,60 @@ namespace {
 CounterBlock g_static_block;
 std::atomic<CounterBlock*> g_block{&g_static_block};
 std::atomic<std::int64_t> g_batch{kBatchBytes};
+std::atomic<JobShare*> g_job{nullptr};
+
+// Adds `delta` to a live figure and to the sum it is part of, raising their peaks; returns the
+// figure's new value.
+std::int64_t publish(std::atomic<std::int64_t>& live, std::atomic<std::int64_t>& peak,
+                     std::atomic<std::int64_t>& sum_live, std::atomic<std::int64_t>& sum_peak,
+                     std::int64_t delta) noexcept {
+  const std::int64_t now = live.fetch_add(delta, std::memory_order_relaxed) + delta;
+  const std::int64_t sum = sum_live.fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (delta > 0) {
+    counters_raise_peak(peak, now);
+    counters_raise_peak(sum_peak, sum);
+  }
+  return now;
+}
+
+std::int64_t publish(std::atomic<std::int64_t>& live, std::atomic<std::int64_t>& peak,
+                     std::int64_t delta) noexcept {
+  const std::int64_t now = live.fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (delta > 0) counters_raise_peak(peak, now);
+  return now;
+}
+
+std::int64_t contribution(std::int64_t live, std::int64_t base) noexcept {
+  return live > base ? live - base : 0;
+}
+
+// How much a change of `delta` that made one of this process's live figures `now` changes the
+// process's contribution to its job (added to `mine`). Each change is one atomic step of the
+// figure, so however threads interleave the shares add up to the contribution.
+std::int64_t job_share(std::int64_t now, std::int64_t delta, std::int64_t base,
+                       std::atomic<std::int64_t>& mine) noexcept {
+  const std::int64_t d = contribution(now, base) - contribution(now - delta, base);
+  if (d != 0) mine.fetch_add(d, std::memory_order_relaxed);
+  return d;
+}
+
+JobShare* job() noexcept {
+  return g_job.load(std::memory_order_acquire);
+}
+
+void threads_add(CounterBlock& b, std::int64_t delta) noexcept {
+  const std::int64_t now = publish(b.threads_live, b.threads_peak, delta);
+  if (JobShare* j = job())
+    if (const std::int64_t d = job_share(now, delta, j->base.threads_live, j->mine->threads))
+      publish(j->job->threads_live, j->job->threads_peak, d);
+}
+
+void heap_add(CounterBlock& b, std::int64_t delta) noexcept {
+  const std::int64_t now = publish(b.heap_live, b.heap_peak, b.host_live, b.host_peak, delta);
+  if (JobShare* j = job())
+    if (const std::int64_t d = job_share(now, delta, j->base.heap_live, j->mine->heap))
+      publish(j->job->heap_live, j->job->heap_peak, j->job->host_live, j->job->host_peak, d);
+}
 
 // Thread-exit flushing: a pthread key whose destructor runs as each thread ends. Created on the
 // first registration; pthread_key_create neither allocates nor locks in glibc.
@@ -27,11 +81,8 @@ void on_thread_exit(void* arg) noexcept {
   t->batch_limit = 0;
   t->exited = true;
   CounterBlock& b = counters_block();
-  if (pending != 0) {
-    b.heap_live.fetch_add(pending, std::memory_order_relaxed);
-    b.host_live.fetch_add(pending, std::memory_order_relaxed);
-  }
-  b.threads_live.fetch_sub(1, std::memory_order_relaxed);
+  if (pending != 0) heap_add(b, pending);
+  threads_add(b, -1);
 }
 
 bool exit_key_ready() noexcept {
@@ -52,26 +103,18 @@ void register_thread(ThreadCounters& t) noexcept {
     if (exit_key_ready()) pthread_setspecific(g_exit_key, &t);
   }
   t.batch_limit = g_batch.load(std::memory_order_relaxed);
-  CounterBlock& b = counters_block();
-  const std::int64_t live = b.threads_live.fetch_add(1, std::memory_order_relaxed) + 1;
-  counters_raise_peak(b.threads_peak, live);
+  threads_add(counters_block(), 1);
 }
 
-void publish(std::atomic<std::int64_t>& live, std::atomic<std::int64_t>& peak,
-             std::atomic<std::int64_t>& sum_live, std::atomic<std::int64_t>& sum_peak,
-             std::int64_t delta) noexcept {
-  const std::int64_t now = live.fetch_add(delta, std::memory_order_relaxed) + delta;
-  const std::int64_t sum = sum_live.fetch_add(delta, std::memory_order_relaxed) + delta;
-  if (delta > 0) {
-    counters_raise_peak(peak, now);
-    counters_raise_peak(sum_peak, sum);
-  }
-}
 
 }  // namespace
 
 CounterBlock& counters_block() noexcept {
   return *g_block.load(std::memory_order_acquire);
+}
+
+CounterBlock& counters_static_block() noexcept {
+  return g_static_block;
 }
 
 void counters_use_block(CounterBlock* block) noexcept {
@@ -86,21 +129,23 @@ void counters_init_block(CounterBlock& block, std::int32_t pid, double start_uni
   block.pid = pid;
   block.start_unix_s = start_unix_s;
   protocol::counters_store(block, s, keep_peaks);
+  block.processes.store(1, std::memory_order_relaxed);
   block.exited.store(0, std::memory_order_relaxed);
 }
 
 void counters_heap_flush_slow(ThreadCounters& t, std::int64_t delta) noexcept {
   if (!t.registered) register_thread(t);
   t.heap_delta = 0;
-  if (delta == 0) return;
-  CounterBlock& b = counters_block();
-  publish(b.heap_live, b.heap_peak, b.host_live, b.host_peak, delta);
+  if (delta != 0) heap_add(counters_block(), delta);
 }
 
 void counters_mmap_add(std::int64_t bytes) noexcept {
   if (bytes == 0) return;
   CounterBlock& b = counters_block();
-  publish(b.mmap_live, b.mmap_peak, b.host_live, b.host_peak, bytes);
+  const std::int64_t now = publish(b.mmap_live, b.mmap_peak, b.host_live, b.host_peak, bytes);
+  if (JobShare* j = job())
+    if (const std::int64_t d = job_share(now, bytes, j->base.mmap_live, j->mine->mmap))
+      publish(j->job->mmap_live, j->job->mmap_peak, j->job->host_live, j->job->host_peak, d);
 }
 
 void counters_flush_thread() noexcept {
@@ -129,26 +174,84 @@ std::int64_t counters_error_bound() noexcept {
 void counters_device_add(int device, std::int64_t bytes) noexcept {
   if (device < 0 || device >= kMaxDevices || bytes == 0) return;
   CounterBlock& b = counters_block();
-  publish(b.device_live[device], b.device_peak[device], b.device_sum_live, b.device_sum_peak,
-          bytes);
+  const std::int64_t now = publish(b.device_live[device], b.device_peak[device],
+                                   b.device_sum_live, b.device_sum_peak, bytes);
+  if (JobShare* j = job())
+    if (const std::int64_t d =
+            job_share(now, bytes, j->base.device_live[device], j->mine->device[device]))
+      publish(j->job->device_live[device], j->job->device_peak[device], j->job->device_sum_live,
+              j->job->device_sum_peak, d);
 }
 
 void counters_pinned_add(std::int64_t bytes) noexcept {
   CounterBlock& b = counters_block();
-  const std::int64_t now = b.pinned_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  if (bytes > 0) counters_raise_peak(b.pinned_peak, now);
+  const std::int64_t now = publish(b.pinned_live, b.pinned_peak, bytes);
+  if (JobShare* j = job())
+    if (const std::int64_t d = job_share(now, bytes, j->base.pinned_live, j->mine->pinned))
+      publish(j->job->pinned_live, j->job->pinned_peak, d);
 }
 
 void counters_managed_add(std::int64_t bytes) noexcept {
   CounterBlock& b = counters_block();
-  const std::int64_t now = b.managed_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  if (bytes > 0) counters_raise_peak(b.managed_peak, now);
+  const std::int64_t now = publish(b.managed_live, b.managed_peak, bytes);
+  if (JobShare* j = job())
+    if (const std::int64_t d = job_share(now, bytes, j->base.managed_live, j->mine->managed))
+      publish(j->job->managed_live, j->job->managed_peak, d);
 }
 
 void counters_after_fork_child() noexcept {
   CounterBlock& b = counters_block();
   b.threads_live.store(1, std::memory_order_relaxed);
   b.threads_peak.store(1, std::memory_order_relaxed);
+}
+
+void counters_share_with_job(JobShare* share) noexcept {
+  if (share == nullptr) {
+    g_job.store(nullptr, std::memory_order_release);
+    return;
+  }
+  // What the process holds beyond its base now joins the job as one change from the base.
+  const CounterSnapshot s = counters_snapshot(counters_block());
+  const CounterSnapshot& base = share->base;
+  CounterBlock& j = *share->job;
+  protocol::JobContribution& mine = *share->mine;
+  auto initial = [](std::int64_t live, std::int64_t base_live, std::atomic<std::int64_t>& into) {
+    const std::int64_t c = contribution(live, base_live);
+    into.fetch_add(c, std::memory_order_relaxed);
+    return c;
+  };
+  publish(j.heap_live, j.heap_peak, j.host_live, j.host_peak,
+          initial(s.heap_live, base.heap_live, mine.heap));
+  publish(j.mmap_live, j.mmap_peak, j.host_live, j.host_peak,
+          initial(s.mmap_live, base.mmap_live, mine.mmap));
+  for (int i = 0; i < kMaxDevices; ++i)
+    publish(j.device_live[i], j.device_peak[i], j.device_sum_live, j.device_sum_peak,
+            initial(s.device_live[i], base.device_live[i], mine.device[i]));
+  publish(j.pinned_live, j.pinned_peak, initial(s.pinned_live, base.pinned_live, mine.pinned));
+  publish(j.managed_live, j.managed_peak,
+          initial(s.managed_live, base.managed_live, mine.managed));
+  publish(j.threads_live, j.threads_peak,
+          initial(s.threads_live, base.threads_live, mine.threads));
+  g_job.store(share, std::memory_order_release);
+}
+
+void counters_withdraw(CounterBlock& job, protocol::JobContribution& c) noexcept {
+  auto take = [](std::atomic<std::int64_t>& a) { return a.exchange(0, std::memory_order_relaxed); };
+  auto drop = [](std::atomic<std::int64_t>& a, std::int64_t v) {
+    a.fetch_sub(v, std::memory_order_relaxed);
+  };
+  const std::int64_t heap = take(c.heap), mmap = take(c.mmap);
+  drop(job.heap_live, heap);
+  drop(job.mmap_live, mmap);
+  drop(job.host_live, heap + mmap);
+  for (int i = 0; i < kMaxDevices; ++i) {
+    const std::int64_t device = take(c.device[i]);
+    drop(job.device_live[i], device);
+    drop(job.device_sum_live, device);
+  }
+  drop(job.pinned_live, take(c.pinned));
+  drop(job.managed_live, take(c.managed));
+  drop(job.threads_live, take(c.threads));
 }
 
 }  // namespace memwatch::shim

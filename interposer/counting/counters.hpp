@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "memwatch/protocol/counter_block.hpp"
+#include "memwatch/protocol/job_block.hpp"
 
 namespace memwatch::shim {
 
@@ -31,6 +32,8 @@ static_assert(kExactBytes >= 2 * kMaxBatchBytes, "a large block must overflow an
 // The block the counters go to now: a static one until the segment exists, then the segment's.
 CounterBlock& counters_block() noexcept;
 void counters_use_block(CounterBlock* block) noexcept;
+// The process's own block in its own memory: where counting goes when no segment can be made.
+CounterBlock& counters_static_block() noexcept;
 // Fills `block` with the values of the block in use: at start-up peaks carry over; in a forked
 // child (keep_peaks false) they restart from what the child inherited.
 void counters_init_block(CounterBlock& block, std::int32_t pid, double start_unix_s,
@@ -110,7 +113,26 @@ void counters_device_add(int device, std::int64_t bytes) noexcept;
 void counters_pinned_add(std::int64_t bytes) noexcept;
 void counters_managed_add(std::int64_t bytes) noexcept;
 
-// In a forked child: the only thread is the one that forked, peaks restart from live.
+// In a forked child, once it counts into its own block: the only thread is the one that forked.
 void counters_after_fork_child() noexcept;
+
+// ---- the job (job.hpp) -------------------------------------------------------------------
+
+// What this process shares with its job: the job's block, this process's running contribution
+// to it (its slot's), and its live figures when it joined, which it never adds to the job (a
+// forked child's inherited heap is its parent's).
+struct JobShare {
+  CounterBlock* job;
+  protocol::JobContribution* mine;
+  CounterSnapshot base;
+};
+
+// From now on every change of a live figure also changes the job's by as much as this process's
+// contribution max(0, live - base) changes; adds what it holds beyond `base` now. Null: stop
+// sharing (what was shared stays until taken back with counters_withdraw).
+void counters_share_with_job(JobShare* share) noexcept;
+// Takes a contribution (of this process, an earlier image of it, or a process that is gone) out
+// of the job's live figures; safe to repeat, each byte is taken once.
+void counters_withdraw(CounterBlock& job, protocol::JobContribution& c) noexcept;
 
 }  // namespace memwatch::shim

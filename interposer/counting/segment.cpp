@@ -8,20 +8,41 @@ namespace memwatch::shim {
 
 namespace bip = boost::interprocess;
 
-CounterBlock* segment_create(int pid) noexcept {
+namespace {
+
+// Maps `shm` for the rest of the process's life: the region object is never destroyed (hooks may
+// count into it during exit), and a forked child keeps its parent's mappings beside its own.
+void* map_for_life(bip::shared_memory_object& shm) {
+  return (new bip::mapped_region(shm, bip::read_write))->get_address();
+}
+
+}  // namespace
+
+void* segment_create_named(const std::string& name, std::size_t size) noexcept {
   try {
-    const std::string name = segment_name(pid);
     bip::shared_memory_object::remove(name.c_str());  // a stale one from a reused pid
     bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write);
-    shm.truncate(sizeof(CounterBlock));
-    // Kept in static storage and never destroyed: the mapping must stay valid for hooks that
-    // run during exit. A forked child's segment replaces the object, not the parent's mapping.
-    alignas(bip::mapped_region) static unsigned char storage[sizeof(bip::mapped_region)];
-    auto* region = new (storage) bip::mapped_region(shm, bip::read_write);
-    return new (region->get_address()) CounterBlock{};
+    shm.truncate(static_cast<bip::offset_t>(size));
+    return map_for_life(shm);
   } catch (...) {
     return nullptr;
   }
+}
+
+void* segment_open_named(const std::string& name, std::size_t size) noexcept {
+  try {
+    bip::shared_memory_object shm(bip::open_only, name.c_str(), bip::read_write);
+    bip::offset_t have = 0;
+    if (!shm.get_size(have) || static_cast<std::size_t>(have) < size) return nullptr;
+    return map_for_life(shm);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+CounterBlock* segment_create(int pid) noexcept {
+  void* memory = segment_create_named(segment_name(pid), sizeof(CounterBlock));
+  return memory == nullptr ? nullptr : new (memory) CounterBlock{};
 }
 
 }  // namespace memwatch::shim

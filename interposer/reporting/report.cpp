@@ -155,6 +155,62 @@ const char* write_in_place(const char* path, std::string_view json) {
   return written ? nullptr : "it could not be written";
 }
 
+// "devices": [...]: each device used, its figures and capacity.
+void devices_of(JsonBuffer& j, const CounterSnapshot& s, const ReportFacts& f) {
+  j.raw(",").key("devices").raw("[");
+  bool first = true;
+  for (int i = 0; i < kMaxDevices; ++i) {
+    if (s.device_peak[i] == 0 && s.device_live[i] == 0) continue;
+    if (!first) j.raw(",");
+    first = false;
+    j.raw("{").key("index").integer(i);
+    j.raw(",").key("peak_bytes").integer(s.device_peak[i]);
+    j.raw(",").key("live_bytes").integer(s.device_live[i]);
+    if (f.device_capacity_bytes[i] > 0)
+      j.raw(",").key("capacity_bytes").integer(f.device_capacity_bytes[i]);
+    j.raw("}");
+  }
+  j.raw("]");
+}
+
+// "members": [...]: each process of the job, as it joined and with its own figures.
+void members_of(JsonBuffer& j, const protocol::JobBlock& job) {
+  j.raw(",").key("members").raw("[");
+  const int used = job.slots_used.load(std::memory_order_relaxed);
+  const char* separator = "";
+  for (int i = 0; i < used && i < protocol::kMaxJobSlots; ++i) {
+    const protocol::JobSlot& slot = job.slots[i];
+    const int pid = slot.pid.load(std::memory_order_acquire);
+    if (pid == 0) continue;
+    const auto state = static_cast<protocol::MemberState>(slot.state.load());
+    j.raw(separator).raw("{").key("pid").integer(pid);
+    separator = ",";
+    j.raw(",").key("parent").integer(slot.parent);
+    j.raw(",").key("joined").string(protocol::joined_by_name(slot.joined_by));
+    j.raw(",").key("name").string(slot.name);
+    j.raw(",").key("state").string(protocol::member_state_name(state));
+    j.raw(",").key("inherited_bytes").integer(slot.inherited_bytes);
+    j.raw(",").key("host_peak_bytes").integer(slot.host_peak.load());
+    j.raw(",").key("device_peak_bytes").integer(slot.device_peak.load());
+    j.raw("}");
+  }
+  j.raw("]");
+}
+
+// "job": {...}: the job's counted figures under their names (as the daemon stores a run's), its
+// devices and its members.
+void job_of(JsonBuffer& j, const protocol::JobBlock& job, const ReportFacts& f) {
+  const CounterSnapshot s = counters_snapshot(job.counters);
+  j.raw(",").key("job").raw("{").key("root_pid").integer(job.root_pid);
+  protocol::for_each_figure(s, [&](const protocol::Figure& figure, std::int64_t value) {
+    if (figure.source == protocol::FigureSource::counter)
+      j.raw(",").key(figure.name).integer(value);
+  });
+  devices_of(j, s, f);
+  members_of(j, job);
+  j.raw("}");
+}
+
 }  // namespace
 
 std::string_view report_format(const ReportFacts& f, char* buf, std::size_t capacity) noexcept {
@@ -183,20 +239,8 @@ std::string_view report_format(const ReportFacts& f, char* buf, std::size_t capa
   figures_of("host");
   j.raw("}");
   figures_of("");
-  j.raw(",").key("devices").raw("[");
-  bool first = true;
-  for (int i = 0; i < kMaxDevices; ++i) {
-    if (s.device_peak[i] == 0 && s.device_live[i] == 0) continue;
-    if (!first) j.raw(",");
-    first = false;
-    j.raw("{").key("index").integer(i);
-    j.raw(",").key("peak_bytes").integer(s.device_peak[i]);
-    j.raw(",").key("live_bytes").integer(s.device_live[i]);
-    if (f.device_capacity_bytes[i] > 0)
-      j.raw(",").key("capacity_bytes").integer(f.device_capacity_bytes[i]);
-    j.raw("}");
-  }
-  j.raw("]");
+  devices_of(j, s, f);
+  if (f.job != nullptr) job_of(j, *f.job, f);
   j.raw(",").key("sources").raw("[");
   const char* separator = "";
   for (const auto& [bit, name] : kSourceNames) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "counting/counters.hpp"
+#include "memwatch/protocol/job_block.hpp"
 #include "memwatch/protocol/run_facts.hpp"
 #include "settings/config.hpp"
 
@@ -26,6 +27,7 @@ struct ReportFacts {
   int detail;                    // the signal number, or the status given to _exit
   std::uint32_t device_sources;  // DeviceSource bits: which sources counted device memory
   std::int64_t device_capacity_bytes[kMaxDevices];  // 0: unknown
+  const protocol::JobBlock* job;  // the job's block when this process is its root, else null
 };
 
 // Formats the report into buf; returns the JSON, empty if it did not fit.

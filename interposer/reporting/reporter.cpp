@@ -48,11 +48,15 @@ void Reporter::run() {
   }
   lock.unlock();
   sample();
-  if (client_) client_->stopping(counters_snapshot(counters_block()));
+  if (client_) client_->stopping(snapshot());
+}
+
+CounterSnapshot Reporter::snapshot() const {
+  return counters_snapshot(options_.block != nullptr ? *options_.block : counters_block());
 }
 
 void Reporter::sample() {
-  const CounterSnapshot s = counters_snapshot(counters_block());
+  const CounterSnapshot s = snapshot();
   samples_.fetch_add(1, std::memory_order_relaxed);
   if (client_) client_->sampled(s);
   watch(s);

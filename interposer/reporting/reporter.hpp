@@ -27,6 +27,7 @@ class ReporterClient {
 
 struct ReporterOptions {
   std::chrono::milliseconds period{100};
+  const CounterBlock* block = nullptr;  // what is sampled and watched; null: the process's own
   std::int64_t host_capacity_bytes = 0;  // 0: no host watch
   // A device's capacity, 0 while unknown; asked on the reporter thread at each sample, so it
   // must neither lock nor allocate. Null: no device watch.
@@ -62,6 +63,7 @@ class Reporter {
 
  private:
   void run();
+  CounterSnapshot snapshot() const;
   void sample();
   void watch(const CounterSnapshot& s);
   void warn_if(int device, const protocol::WatchFinding& f);

@@ -292,6 +292,15 @@ std::string apply_cupti(std::string_view v, Config& c, ProgramArgs) {
   return apply_text(c.cupti, "expected auto, off, or a library path shorter than 4096 bytes", v);
 }
 
+std::string apply_job(std::string_view v, Config& c, ProgramArgs) {
+  int pid = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), pid);
+  if (ec != std::errc() || end != v.data() + v.size() || pid <= 0)
+    return got("expected the pid of the job's first process", v);
+  c.job_root = pid;
+  return {};
+}
+
 // The parser of each option of protocol::kShimOptions, in its order.
 struct OptionParser {
   ShimOption id;
@@ -313,6 +322,7 @@ constexpr OptionParser kParsers[] = {
     {ShimOption::batch_bytes, apply_batch_bytes},
     {ShimOption::signals, apply_signals},
     {ShimOption::cupti, apply_cupti},
+    {ShimOption::job, apply_job},
 };
 
 constexpr bool parsers_follow_the_table() {

@@ -42,6 +42,7 @@ struct Config {
   bool signals = true;
   std::int64_t batch_bytes = kBatchBytes;
   char cupti[4096] = "auto";  // auto, off, or a libcupti's path
+  int job_root = 0;           // the pid of the job's first process; 0: this process starts one
 };
 
 // Reads an environment variable; tests pass their own.

@@ -78,7 +78,7 @@ TEST(Sweep, WritesOneRowPerCombinationWithItsParameters) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(lines_of(read_file(dir.file("runs.csv")))[0],
             "mib,code,host_peak_bytes,heap_peak_bytes,mmap_peak_bytes,device_peak_bytes,"
-            "pinned_peak_bytes,managed_peak_bytes,rss_hwm_bytes,elapsed_s,exit_status");
+            "pinned_peak_bytes,managed_peak_bytes,rss_hwm_bytes,processes,elapsed_s,exit_status");
   auto rows = read_csv(dir.file("runs.csv"));
   ASSERT_EQ(rows.size(), 4u);
   const std::vector<std::pair<std::string, std::string>> order{

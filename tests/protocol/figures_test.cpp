@@ -85,8 +85,9 @@ TEST(Figures, EveryRunFigureAndEachDevicePeakCrossTheWire) {
   EXPECT_EQ(*bye, m);
 }
 
-// The version-1 frames as they were written by hand before the list: a figure moved, dropped or
-// added without a new wire version fails here.
+// The frames written out by hand (version 1 as it was before the list, and version 2, whose BYE
+// added `processes` at the end): a figure moved, dropped or added without a new wire version
+// fails here.
 template <typename T>
 void put(std::string& out, T v) {
   char bytes[sizeof(T)];
@@ -94,9 +95,9 @@ void put(std::string& out, T v) {
   out.append(bytes, sizeof v);
 }
 
-TEST(Figures, SampleAndByeKeepTheVersionOneLayout) {
+TEST(Figures, SampleAndByeKeepTheVersionTwoLayout) {
   Sample s{4242, 1.25, 100, 200, 60, 40, 1000, 2000};
-  std::string sample = {'M', 1, 2, 0};
+  std::string sample = {'M', 2, 2, 0};
   put<std::uint32_t>(sample, 4242);
   put<double>(sample, 1.25);
   for (std::int64_t v : {100, 200, 60, 40, 1000, 2000}) put<std::int64_t>(sample, v);
@@ -118,13 +119,14 @@ TEST(Figures, SampleAndByeKeepTheVersionOneLayout) {
   b.pinned_peak_bytes = 5;
   b.managed_peak_bytes = 6;
   b.rss_hwm_bytes = 7;
+  b.processes = 3;
   b.device_peaks = {8, 9};
   b.cause = ExitCause::signal;
   b.detail = 9;
-  std::string bye = {'M', 1, 3, 0};
+  std::string bye = {'M', 2, 3, 0};
   put<std::uint32_t>(bye, 4242);
   put<double>(bye, 12.5);
-  for (std::int64_t v : {1, 2, 3, 4, 5, 6, 7}) put<std::int64_t>(bye, v);
+  for (std::int64_t v : {1, 2, 3, 4, 5, 6, 7, 3}) put<std::int64_t>(bye, v);
   put<std::uint16_t>(bye, 2);
   put<std::int64_t>(bye, 8);
   put<std::int64_t>(bye, 9);

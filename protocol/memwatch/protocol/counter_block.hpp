@@ -18,7 +18,7 @@ namespace memwatch::protocol {
 // field here under its id.
 struct CounterBlock {
   static constexpr std::uint64_t kMagic = 0x3174617777656d6dULL;  // "mmewwat1"
-  static constexpr std::uint32_t kBlockVersion = 1;
+  static constexpr std::uint32_t kBlockVersion = 2;
 
   std::uint64_t magic;
   std::uint32_t version;
@@ -42,6 +42,8 @@ struct CounterBlock {
   std::atomic<std::int64_t> pinned_peak;
   std::atomic<std::int64_t> managed_live;
   std::atomic<std::int64_t> managed_peak;
+  // 1 in a process's own block; in its job's (job_block.hpp), every process that took part.
+  std::atomic<std::int64_t> processes;
 
   // 0 while the process runs, 1 once it exited cleanly (a watcher that finds 0 and no process
   // knows the process was killed).

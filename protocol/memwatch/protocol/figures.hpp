@@ -10,7 +10,8 @@
 //   id       its member in CounterSnapshot (and, for source counter, in CounterBlock)
 //   name     its name everywhere else: the wire's and the store's struct members, JSON keys of
 //            the `runs` query, SQL columns, CSV columns
-//   kind     what it measures: host, device, pinned, managed, threads, process
+//   kind     what it measures: host, device, pinned, managed, threads, process, processes (how
+//            many processes took part: 1 for a process, its members for a job)
 //   stat     live (now) or peak (the high-water mark)
 //   follows  the live figure a peak restarts from in a forked child (a live figure: itself)
 //   source   counter: a field of the shared-memory CounterBlock; process: read by the shim
@@ -48,7 +49,8 @@
   X(managed_peak,    managed_peak_bytes, managed, peak, managed_live,    counter, no,  yes, "",     "managed_peak_bytes") \
   X(threads_live,    threads_live,       threads, live, threads_live,    counter, no,  no,  "",     "threads_live")       \
   X(threads_peak,    threads_peak,       threads, peak, threads_live,    counter, no,  no,  "",     "threads_peak")       \
-  X(rss_hwm,         rss_hwm_bytes,      process, peak, rss_hwm,         process, no,  yes, "",     "rss_hwm_bytes")
+  X(rss_hwm,         rss_hwm_bytes,      process, peak, rss_hwm,         process, no,  yes, "",     "rss_hwm_bytes")      \
+  X(processes,       processes,          processes, peak, processes,     counter, no,  yes, "",     "processes")
 // clang-format on
 
 // Expands its arguments only for a figure whose column is `yes` (or whose source is `counter`).
@@ -67,7 +69,7 @@
 
 namespace memwatch::protocol {
 
-enum class FigureKind : std::uint8_t { host, device, pinned, managed, threads, process };
+enum class FigureKind : std::uint8_t { host, device, pinned, managed, threads, process, processes };
 enum class FigureStat : std::uint8_t { live, peak };
 enum class FigureSource : std::uint8_t { counter, process };
 

@@ -27,6 +27,7 @@ enum class ShimOption {
   batch_bytes,
   signals,
   cupti,
+  job,
 };
 
 struct ShimOptionInfo {
@@ -91,6 +92,11 @@ inline constexpr std::array kShimOptions{
                    "`on`"},
     ShimOptionInfo{ShimOption::cupti, "MEMWATCH_CUPTI", "=auto|off|PATH",
                    "count device memory through CUPTI once the program brought CUDA", "`auto`"},
+    ShimOptionInfo{ShimOption::job, "MEMWATCH_JOB", "=PID",
+                   "the job this process is part of, by its first process's pid: set by that "
+                   "process for everything it starts (see *A job's processes*); `memwatch run` "
+                   "and `memwatch sweep` start each run as a new job",
+                   "a new job, rooted at this process"},
 };
 
 constexpr const ShimOptionInfo& shim_option(ShimOption id) {

@@ -26,7 +26,7 @@
 namespace memwatch::protocol {
 
 inline constexpr std::uint8_t kMagic = 'M';
-inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::uint8_t kVersion = 2;  // 2: BYE carries `processes`
 inline constexpr std::size_t kMaxString = 4096;
 inline constexpr std::size_t kMaxParams = 64;
 
