@@ -55,9 +55,10 @@ double LocalScale::at(std::span<const double> x, std::size_t skip) const {
   // gives the same bound.
   std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(k),
                     by_distance.end());
-  double sum = 0;
-  for (std::size_t j = 0; j < k; ++j) sum += errors[by_distance[j].second];
-  return std::max(sum / static_cast<double>(k), floor);
+  // Root mean square: one jag among the neighbours widens the bound, as it should.
+  double squares = 0;
+  for (std::size_t j = 0; j < k; ++j) squares += std::pow(errors[by_distance[j].second], 2);
+  return std::max(std::sqrt(squares / static_cast<double>(k)), floor);
 }
 
 LocalScale make_local_scale(std::vector<std::vector<double>> points, std::vector<double> errors) {
@@ -65,7 +66,7 @@ LocalScale make_local_scale(std::vector<std::vector<double>> points, std::vector
   const double n = static_cast<double>(errors.size());
   s.neighbours =
       std::min(errors.size() > 0 ? errors.size() - 1 : 0,
-               std::max<std::size_t>(5, static_cast<std::size_t>(std::lround(std::sqrt(n)))));
+               std::max<std::size_t>(4, static_cast<std::size_t>(std::lround(std::sqrt(n) / 2))));
   const double mean = n > 0 ? std::accumulate(errors.begin(), errors.end(), 0.0) / n : 0;
   s.floor = std::max(mean / 20, 1e-12);
   s.points = std::move(points);
