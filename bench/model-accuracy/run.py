@@ -103,6 +103,13 @@ def peers():
     }
 
 
+def sort_key(value):
+    try:
+        return (0, float(value), "")
+    except ValueError:
+        return (1, 0.0, value)
+
+
 def mape(y, p):
     return float(np.mean(np.abs(p - y) / y)) * 100
 
@@ -116,6 +123,9 @@ def main():
     ap.add_argument("--volume", default="dim", help="the column to extrapolate along (default dim)")
     ap.add_argument("--splits", type=int, default=20)
     ap.add_argument("--no-peers", action="store_true", help="memwatch only")
+    ap.add_argument("--errors-by", metavar="COLUMN", action="append", default=[],
+                    help="after the table, memwatch's random-split error, bound coverage and median "
+                    "headroom for each value of COLUMN (where the error comes from); repeatable")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,6 +165,7 @@ def main():
         if not args.no_peers:
             methods.update(peers())
         results = {}
+        per_point = []  # memwatch's random splits: (run, |error| %, headroom %)
         formula = ""
         for name, make in methods.items():
             random_mape, random_cover, headroom, times = [], [], [], []
@@ -168,6 +179,9 @@ def main():
                     headroom.append((upper - y_test) / y_test * 100)
                     if name == "memwatch":
                         formula = parts
+                        if test is not extrap_test:
+                            per_point.extend(zip(test, np.abs(pred - y_test) / y_test * 100,
+                                                 (upper - y_test) / y_test * 100))
                 else:
                     model = make()
                     start = time.perf_counter()
@@ -199,6 +213,17 @@ def main():
             ecov = f"{c[-1]:.1f}, {np.median(h[-1]):.2f}"
         print(f"| {name} | {rand.mean():.3f} ± {rand.std():.3f} | {cov} | {m[-1]:.3f} | {ecov} "
               f"| {np.mean(t):.3f}, {np.max(t):.3f} |")
+    for column in args.errors_by:
+        print()
+        print(f"memwatch on the random splits by {column}:")
+        print(f"| {column} | held-out runs | MAPE % | bound coverage % | median headroom % |")
+        print("| --- | --- | --- | --- | --- |")
+        values = sorted({rows[i][column] for i, _, _ in per_point}, key=sort_key)
+        for v in values:
+            errors = np.array([e for i, e, _ in per_point if rows[i][column] == v])
+            room = np.array([h for i, _, h in per_point if rows[i][column] == v])
+            print(f"| {v} | {len(errors)} | {errors.mean():.2f} | {np.mean(room >= 0) * 100:.1f} "
+                  f"| {np.median(room):.2f} |")
 
 
 if __name__ == "__main__":

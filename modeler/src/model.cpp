@@ -88,7 +88,7 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   part.loo_mape = best.loo_mape();
   part.train_mape = best.train_mape();
   part.runs = d.rows.size();
-  part.bound = final_fit ? make_bound(*final_fit, options.bound_level) : Bound{};
+  part.bound = final_fit ? make_bound(*final_fit, d, options.bound_level) : Bound{};
   // Runner-ups: credible alternatives (within twice the best error, or half a percent) with
   // different terms; where they disagree off the data, the data could not tell them apart.
   const double credible = std::max(2 * part.loo_mape, part.loo_mape + 0.005);

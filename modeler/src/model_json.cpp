@@ -89,6 +89,12 @@ std::string to_json(const Model& m, int indent) {
                   {"rank", p.bound.rank},
                   {"loo_ratios", p.bound.loo_ratios},
                   {"loo_shifts", std::move(shifts)}};
+    if (!p.bound.scale.empty())
+      j["bound"]["local_scale"] = {{"points", p.bound.scale.points},
+                                   {"errors", p.bound.scale.errors},
+                                   {"neighbours", p.bound.scale.neighbours},
+                                   {"floor", p.bound.scale.floor},
+                                   {"run_scales", p.bound.run_scales}};
     ojson runner_ups = ojson::array();
     for (const auto& r : p.runner_ups) runner_ups.push_back(function_json(r, m.params));
     j["runner_ups"] = std::move(runner_ups);
@@ -147,6 +153,22 @@ Model model_from_json(std::string_view text) {
       }
       if (p.bound.loo_ratios.size() != shifts.size())
         throw ModelJsonError("bound.loo_ratios and bound.loo_shifts differ in length");
+      // Models saved before the local scale have none: one width everywhere, as they were.
+      if (b.contains("local_scale")) {
+        const json& s = b.at("local_scale");
+        p.bound.scale.points = s.at("points").get<std::vector<std::vector<double>>>();
+        p.bound.scale.errors = s.at("errors").get<std::vector<double>>();
+        p.bound.scale.neighbours = s.at("neighbours").get<std::size_t>();
+        p.bound.scale.floor = s.at("floor").get<double>();
+        p.bound.run_scales = s.at("run_scales").get<std::vector<double>>();
+        if (p.bound.scale.points.size() != p.bound.loo_ratios.size() ||
+            p.bound.scale.errors.size() != p.bound.loo_ratios.size() ||
+            p.bound.run_scales.size() != p.bound.loo_ratios.size())
+          throw ModelJsonError("bound.local_scale and bound.loo_ratios differ in length");
+        for (const auto& x : p.bound.scale.points)
+          if (x.size() != m.params.size())
+            throw ModelJsonError("bound.local_scale.points entry has the wrong length");
+      }
       for (const auto& r : jp.at("runner_ups")) p.runner_ups.push_back(function_from(r, m.params));
       m.parts.push_back(std::move(p));
     }

@@ -33,12 +33,21 @@ std::string Bound::describe() const {
   return buf;
 }
 
-Bound make_bound(const Hypothesis& h, double level) {
+Bound make_bound(const Hypothesis& h, const Dataset& d, double level) {
   Bound b;
   b.requested_level = level;
   b.runs = static_cast<std::size_t>(h.fit.loo_residuals.size());
   b.loo_shifts = h.fit.loo_shifts;
   for (double e : h.fit.loo_residuals) b.loo_ratios.push_back(e / (1 - e));
+  std::vector<std::vector<double>> points;
+  std::vector<double> errors;
+  for (std::size_t i = 0; i < b.runs; ++i) {
+    points.push_back(d.rows[i].x);
+    errors.push_back(std::abs(b.loo_ratios[i]));
+  }
+  b.scale = make_local_scale(std::move(points), std::move(errors));
+  for (std::size_t i = 0; i < b.runs; ++i)
+    b.run_scales.push_back(b.scale.at(b.scale.points[i], /*skip=*/i));
   b.rank = order_statistic(level, b.runs);
   if (b.rank <= b.runs) {
     b.method = "jackknife+";
@@ -58,10 +67,13 @@ double upper_bound(const Bound& b, const Function& f, std::span<const double> x)
   for (Eigen::Index k = 1; k < m; ++k)
     phi(k) = evaluate(f.features[static_cast<std::size_t>(k - 1)], x);
   const double full = f.evaluate(x);
+  const bool scaled = !b.scale.empty() && b.run_scales.size() == b.loo_ratios.size();
+  const double here = scaled ? b.scale.at(x) : 1;
   std::vector<double> values(b.loo_ratios.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     const double loo_prediction = full - phi.dot(b.loo_shifts.col(static_cast<Eigen::Index>(i)));
-    values[i] = loo_prediction * (1 + b.loo_ratios[i]);
+    const double ratio = scaled ? here * b.loo_ratios[i] / b.run_scales[i] : b.loo_ratios[i];
+    values[i] = loo_prediction * (1 + ratio);
   }
   if (values.empty()) return full;
   const auto k = static_cast<std::ptrdiff_t>(std::clamp<std::size_t>(b.rank, 1, values.size()) - 1);

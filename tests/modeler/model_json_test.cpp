@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "synthetic.hpp"
 
 namespace memwatch::model {
@@ -29,6 +31,18 @@ TEST(ModelJson, RoundTripKeepsEveryPrediction) {
       {Point{{{"batch", 2}, {"dim", 64}, {"filters", 16}, {"levels", 4}}, {}},
        Point{{{"batch", 64}, {"dim", 300}, {"filters", 32}, {"levels", 6}}, {}}});
   EXPECT_EQ(to_json(back), to_json(m));
+}
+
+TEST(ModelJson, AModelSavedBeforeTheLocalScaleKeepsItsOneWidth) {
+  const Model m = fit(testing::unet_grid(0.002, 8));
+  auto j = nlohmann::json::parse(to_json(m));
+  j["models"][0]["bound"].erase("local_scale");
+  const Model old = model_from_json(j.dump());
+  EXPECT_TRUE(old.parts[0].bound.scale.empty());
+  Bound one_width = m.parts[0].bound;
+  one_width.scale = {};
+  const std::vector<double> x{2, 64, 16, 4};
+  EXPECT_EQ(old.predict(old.parts[0], x).upper, upper_bound(one_width, m.parts[0].function, x));
 }
 
 TEST(ModelJson, RoundTripKeepsGpFeaturesAndCategories) {

@@ -1,6 +1,8 @@
 // The upper bound behind OOM verdicts: jackknife+ (Barber et al.) on the leave-one-out fits,
 // which come in closed form from the hat matrix. Residuals are relative to each leave-one-out
-// prediction, so the bound scales with the prediction as memory errors do.
+// prediction, so the bound scales with the prediction as memory errors do, and normalised by
+// the local scale of the errors (locally weighted conformal, Lei et al. 2018): where the model
+// is good the bound is tight, where runs jag it is wide.
 #pragma once
 
 #include <Eigen/Dense>
@@ -11,6 +13,7 @@
 #include "memwatch/model/dataset.hpp"
 #include "memwatch/model/function.hpp"
 #include "memwatch/model/hypothesis.hpp"
+#include "memwatch/model/local_scale.hpp"
 
 namespace memwatch::model {
 
@@ -24,6 +27,10 @@ struct Bound {
   std::size_t rank = 0;            // which order statistic of the n leave-one-out values is used
   Eigen::MatrixXd loo_shifts;      // (1 + features) x runs: beta - beta_{-i}
   std::vector<double> loo_ratios;  // (y_i - f_{-i}(x_i)) / f_{-i}(x_i)
+  // The local scale of the errors, and each run's scale from its neighbours without it; both
+  // empty for a model saved before the scale existed: one width for every point then.
+  LocalScale scale;
+  std::vector<double> run_scales;
 
   [[nodiscard]] bool enough_runs() const { return level >= requested_level; }
   // Runs needed for the requested level: the smallest n with ceil(level * (n + 1)) <= n.
@@ -31,8 +38,9 @@ struct Bound {
   [[nodiscard]] std::string describe() const;
 };
 
-// `h` must carry its leave-one-out shifts (fit_hypothesis(..., with_loo_shifts = true)).
-[[nodiscard]] Bound make_bound(const Hypothesis& h, double level);
+// `h`, fitted to `d`, must carry its leave-one-out shifts (fit_hypothesis(..., with_loo_shifts =
+// true)).
+[[nodiscard]] Bound make_bound(const Hypothesis& h, const Dataset& d, double level);
 
 // The bound at x for the model `f` the bound was made from.
 [[nodiscard]] double upper_bound(const Bound& b, const Function& f, std::span<const double> x);
