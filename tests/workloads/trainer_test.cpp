@@ -288,6 +288,42 @@ TEST(TrainPyUnderShim, ItsPeaksAreTheCppTrainersPlusTheSameConstant) {
       << "Python's extra at batch 1, 16^3: " << small << " bytes; at batch 4, 32^3: " << large;
 }
 
+// DataLoader workers fork from the trainer holding its model and data: under `memwatch run` the
+// three are one job, each worker's figures include the heap it inherited, the job's do not.
+TEST(TrainPyUnderShim, DataLoaderWorkersAreOneJobWithTheTrainer) {
+  TempDir dir;
+  const std::string report = dir.file("job.json");
+  const auto o = run({MEMWATCH_CLI, "run",          "--report", report,
+                      "--param",    "batch=2",      "--",       "/usr/bin/python3",
+                      TRAIN_PY,     "--batch-size", "2",        "--dim",
+                      "32",         "--levels",     "3",        "--filters",
+                      "8",          "--steps",      "4",        "--threads",
+                      "1",          "--workers",    "2"},
+                     {{"MEMWATCH_JOB", "\x01unset"}});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto r = nlohmann::json::parse(read_file(report));
+  ASSERT_TRUE(r.contains("job")) << r.dump();
+  const auto& job = r["job"];
+  EXPECT_EQ(r["workload"], "train");
+  EXPECT_EQ(job["processes"], 3);
+  auto bytes = [](const nlohmann::json& v) { return v.get<std::int64_t>(); };
+  const std::int64_t trainer = bytes(r["host"]["peak_bytes"]);
+  std::int64_t sum_of_own_peaks = trainer, added_by_workers = 0;
+  int workers = 0;
+  for (const auto& m : job["members"]) {
+    if (m["joined"] != "fork") continue;
+    ++workers;
+    EXPECT_GT(bytes(m["inherited_bytes"]), std::int64_t{32} << 20) << "the model and PyTorch";
+    sum_of_own_peaks += bytes(m["host_peak_bytes"]);
+    added_by_workers += bytes(m["host_peak_bytes"]) - bytes(m["inherited_bytes"]);
+  }
+  EXPECT_EQ(workers, 2);
+  const std::int64_t job_peak = bytes(job["host_peak_bytes"]);
+  EXPECT_GE(job_peak, trainer);
+  EXPECT_LE(job_peak, trainer + added_by_workers + (std::int64_t{1} << 20));
+  EXPECT_LT(job_peak, sum_of_own_peaks - (std::int64_t{64} << 20)) << "inherited heaps once";
+}
+
 #endif
 
 }  // namespace
