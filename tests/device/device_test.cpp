@@ -156,6 +156,21 @@ TEST(DevicePreload, ThreadsOnTwoDevicesHoldingAtOnce) {
   EXPECT_EQ(device_live(m.report, 1), 0);
 }
 
+// A parent and the child it forked hold device memory at once: the job's peaks are per device
+// over both, the parent's 32 MiB counted once though the child's own counters inherited them.
+TEST(DevicePreload, AForkedChildsDeviceMemoryIsTheJobsWithItsParents) {
+  const Measured m = measure(kRuntimeProgram, "forked");
+  expect_clean(m);
+  EXPECT_EQ(device_peak(m.report, 0), 32 * MiB);  // the parent's own
+  ASSERT_TRUE(m.report.contains("job")) << m.report.dump();
+  const json& job = m.report["job"];
+  EXPECT_EQ(job["processes"], 2);
+  EXPECT_EQ(device_peak(job, 0), 48 * MiB);
+  EXPECT_EQ(device_peak(job, 1), 8 * MiB);
+  EXPECT_EQ(job["device_peak_bytes"], 56 * MiB);
+  EXPECT_EQ(job["device_live_bytes"], 0);
+}
+
 TEST(DevicePreload, ProgramsRtldNextLookupsStillAnswerForTheProgram) {
   const Measured m = measure(kRuntimeProgram, "rtld_next");
   expect_clean(m);

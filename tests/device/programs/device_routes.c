@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #ifndef DIRECT_DRIVER
 /* cudaGetDriverEntryPoint is deprecated in CUDA 13 and still what CUDA 12 programs call. */
@@ -276,6 +277,33 @@ static void threads(void) {
   for (int i = 0; i < 4; ++i) pthread_join(t[i], NULL);
 }
 
+/* A job of two processes: the parent holds 32 MiB on device 0 while the child it forked holds
+ * 16 MiB on device 0 and 8 MiB on device 1 (the child's inherited 32 MiB are the parent's). */
+static void forked(void) {
+  int holding[2], done[2];
+  char byte = 0;
+  void *mine, *first, *second;
+  CHECK(cudaSetDevice(0));
+  CHECK(cudaMalloc(&mine, 32 * MiB));
+  if (pipe(holding) != 0 || pipe(done) != 0) exit(70);
+  const pid_t child = fork();
+  if (child == 0) {
+    CHECK(cudaMalloc(&first, 16 * MiB));
+    CHECK(cudaSetDevice(1));
+    CHECK(cudaMalloc(&second, 8 * MiB));
+    if (write(holding[1], &byte, 1) != 1 || read(done[0], &byte, 1) != 1) _exit(71);
+    CHECK(cudaFree(second));
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaFree(first));
+    _exit(0);
+  }
+  if (read(holding[0], &byte, 1) != 1 || write(done[1], &byte, 1) != 1) exit(72);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) exit(73);
+  CHECK(cudaFree(mine));
+}
+
 /* A workload whose device peak is its parameter: N MiB on device 0, held at once. */
 static void alloc_mib(long mib) {
   void* p;
@@ -328,6 +356,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "dlsym_runtime") == 0) dlsym_runtime();
   else if (strcmp(mode, "entry_vmm") == 0) entry_vmm();
   else if (strcmp(mode, "threads") == 0) threads();
+  else if (strcmp(mode, "forked") == 0) forked();
   else if (strcmp(mode, "rtld_next") == 0) rtld_next();
   else if (strcmp(mode, "alloc_mib") == 0 && argc > 2) alloc_mib(atol(argv[2]));
   else if (strcmp(mode, "grow") == 0 && argc > 5)
