@@ -136,4 +136,86 @@ TEST_F(CountersTest, DeviceCountersArePerDeviceWithAnExactSumPeak) {
   EXPECT_EQ(block_->device_sum_live.load(), 120);
 }
 
+// Sharing with a job (counting/job.*): the process's contribution is what it holds beyond its
+// base, kept in its slot, and the job's figures follow it exactly.
+class JobShareTest : public CountersTest {
+ protected:
+  void TearDown() override {
+    counters_share_with_job(nullptr);
+    CountersTest::TearDown();
+  }
+  // Joins a fresh job block as a forked child would, having inherited `inherited` heap bytes.
+  void join_with_inherited(std::int64_t inherited) {
+    block_->heap_live.store(inherited);
+    block_->host_live.store(inherited);
+    share_.job = job_.get();
+    share_.mine = mine_.get();
+    share_.base = counters_snapshot(*block_);
+    share_.base.threads_live = 0;
+    counters_share_with_job(&share_);
+  }
+  std::unique_ptr<CounterBlock> job_ = std::make_unique<CounterBlock>();
+  std::unique_ptr<memwatch::protocol::JobContribution> mine_ =
+      std::make_unique<memwatch::protocol::JobContribution>();
+  JobShare share_{};
+};
+
+TEST_F(JobShareTest, OnlyWhatIsHeldBeyondTheInheritedBaseReachesTheJob) {
+  join_with_inherited(10 * kExactBytes);
+  EXPECT_EQ(job_->host_live.load(), 0);
+  counters_heap_add(-4 * kExactBytes);  // frees inherited blocks: the parent's, not the job's loss
+  EXPECT_EQ(job_->heap_live.load(), 0);
+  counters_heap_add(6 * kExactBytes);  // 12 held, 2 beyond the base
+  EXPECT_EQ(job_->heap_live.load(), 2 * kExactBytes);
+  EXPECT_EQ(job_->host_live.load(), 2 * kExactBytes);
+  EXPECT_EQ(job_->host_peak.load(), 2 * kExactBytes);
+  EXPECT_EQ(mine_->heap.load(), 2 * kExactBytes);
+  counters_mmap_add(3 * 4096);  // nothing mapped was inherited: all of it is the job's
+  EXPECT_EQ(job_->host_live.load(), 2 * kExactBytes + 3 * 4096);
+  counters_heap_add(-12 * kExactBytes);
+  EXPECT_EQ(job_->heap_live.load(), 0);
+  EXPECT_EQ(job_->host_peak.load(), 2 * kExactBytes + 3 * 4096);
+}
+
+TEST_F(JobShareTest, WithdrawingTakesTheWholeContributionOnce) {
+  join_with_inherited(0);
+  counters_heap_add(5 * kExactBytes);
+  counters_device_add(1, 7000);
+  counters_share_with_job(nullptr);
+  counters_withdraw(*job_, *mine_);
+  counters_withdraw(*job_, *mine_);  // a second time takes nothing
+  EXPECT_EQ(job_->host_live.load(), 0);
+  EXPECT_EQ(job_->device_live[1].load(), 0);
+  EXPECT_EQ(job_->device_sum_live.load(), 0);
+  EXPECT_EQ(job_->device_peak[1].load(), 7000);
+  EXPECT_EQ(mine_->heap.load(), 0);
+  counters_heap_add(-5 * kExactBytes);  // after it left: the job no longer hears of it
+  EXPECT_EQ(job_->host_live.load(), 0);
+}
+
+TEST_F(JobShareTest, ConcurrentThreadsShareTheExactSumWithTheJob) {
+  constexpr int kThreads = 8;
+  constexpr std::int64_t kHold = 4 * kExactBytes;
+  join_with_inherited(2 * kHold);
+  std::barrier sync(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Two threads free the inherited blocks first: the job must not count that as its loss.
+      if (t < 2) counters_heap_add(-kHold);
+      sync.arrive_and_wait();
+      counters_heap_add(kHold);
+      sync.arrive_and_wait();  // all hold: 8 x kHold, 6 of them beyond the base
+      sync.arrive_and_wait();
+      counters_heap_add(-kHold);
+      if (t < 2) counters_heap_add(kHold);
+      counters_flush_thread();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(job_->heap_peak.load(), (kThreads - 2) * kHold);
+  EXPECT_EQ(job_->heap_live.load(), 0);
+  EXPECT_EQ(mine_->heap.load(), 0);
+}
+
 }  // namespace
