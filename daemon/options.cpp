@@ -13,6 +13,7 @@
 
 #include "memwatch/protocol/endpoints.hpp"
 #include "memwatch/protocol/private_dir.hpp"
+#include "metrics_server.hpp"
 
 namespace memwatch::daemon {
 
@@ -172,6 +173,14 @@ const DaemonOption kOptions[] = {
      "allow a tcp endpoint beyond loopback without --curve-keys (refused otherwise: anyone who "
      "reaches it could send or read runs)",
      nullptr},
+    {"--metrics", "ADDR",
+     [](Options& o, const std::string& v) {
+       std::string host, error;
+       int port = 0;
+       if (parse_metrics_address(v, host, port, error)) o.metrics = v;
+       return error;
+     },
+     "serve Prometheus metrics at http://ADDR/metrics: PORT (on 127.0.0.1) or HOST:PORT", nullptr},
     {"--foreground", "",
      [](Options& o, const std::string&) { return o.foreground = true, std::string(); },
      "stay in the foreground (default: detach)", nullptr},

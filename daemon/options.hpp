@@ -15,6 +15,7 @@ struct Options {
   std::string events;      // PUB of warnings and new models
   std::string db;          // the SQLite file
   std::string curve_keys;  // a `memwatch keygen` folder: CurveZMQ on every socket; empty: off
+  std::string metrics;     // PORT or HOST:PORT of the Prometheus endpoint; empty: none
   bool insecure_network = false;  // a tcp endpoint beyond loopback without CURVE is allowed
   bool foreground = false;
   protocol::WatchSettings watch;  // the running shims' capacity warnings

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <iterator>
 #include <thread>
 #include <zmq_addon.hpp>
@@ -34,6 +35,7 @@ constexpr std::chrono::milliseconds kFlushEvery{20};
 constexpr std::chrono::microseconds kGather{1000};
 constexpr std::chrono::milliseconds kTick{100};
 constexpr double kLivenessEvery = 1.0;
+constexpr double kMetricsEvery = 0.1;  // a scrape sees the loop's figures this fresh
 // ZeroMQ I/O threads: the first moves the shims' frames, the second only the queries', so a
 // reply is never queued behind thousands of samples.
 constexpr int kIoThreads = 2;
@@ -97,6 +99,11 @@ Server::Server(const Options& options, std::optional<CurveServerKeys> curve)
   events_.bind(options.events);
   board_.post(figures());
   queries_.emplace(std::move(query), options.db, models_, [this] { return status(); });
+  if (!options.metrics.empty()) {
+    post_metrics();
+    metrics_.emplace(options.metrics,
+                     [this] { return metrics_text(metrics_board_.read(), models_); });
+  }
 }
 
 void Server::run(const std::atomic<bool>& stop) {
@@ -125,6 +132,7 @@ void Server::run(const std::atomic<bool>& stop) {
       last_liveness = now;
     }
     board_.post(figures());
+    if (metrics_ && now - metrics_posted_ >= kMetricsEvery) post_metrics();
     if (taken > 0 && taken < kIngestPerTurn) std::this_thread::sleep_for(kGather);
   }
   store_.flush_samples();
@@ -170,6 +178,7 @@ int Server::on_ingest() {
       on_sample(it->second, *sample);
     } else if (const auto* bye = std::get_if<protocol::Bye>(&*message)) {
       store_.finish_run(it->second.run, *bye);  // on disk before anyone hears of it
+      note_prediction_error(it->second, *bye);
       publish({{"event", "run_finished"}, {"run", it->second.run}});
       worker_.request(it->second.workload);
       peers_.erase(it);
@@ -184,8 +193,18 @@ void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
   const std::int64_t run = store_.begin_run(hello, unix_now());  // on disk: acknowledged below
   ++counts_.runs;
   known_workloads_.insert(hello.workload);
-  peers_[peer] = Peer{run, hello.workload, RunWatch(hello)};
   const protocol::Verdict verdict = judge_run(models_, hello);
+  ++verdicts_[static_cast<std::size_t>(verdict.kind)];
+  RunMetrics metrics;
+  metrics.run = run;
+  metrics.workload = hello.workload;
+  metrics.node = hello.host;
+  if (verdict.kind != protocol::VerdictKind::no_model) {
+    metrics.predicted_target = verdict.target;
+    metrics.predicted_bytes = verdict.predicted_bytes;
+    metrics.upper_bytes = verdict.upper_bytes;
+  }
+  peers_[peer] = Peer{run, hello.workload, RunWatch(hello), std::move(metrics)};
   const std::string frame = protocol::encode(verdict);
   std::array<zmq::const_buffer, 2> reply = {zmq::buffer(peer), zmq::buffer(frame)};
   (void)zmq::send_multipart(ingest_, reply, zmq::send_flags::dontwait);
@@ -199,6 +218,10 @@ void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
 void Server::on_sample(Peer& peer, const protocol::Sample& sample) {
   store_.add_sample(peer.run, sample);
   ++counts_.samples;
+  peer.metrics.host_live = sample.host_live_bytes;
+  peer.metrics.host_peak = sample.host_peak_bytes;
+  peer.metrics.device_live = sample.device_live_bytes;
+  peer.metrics.device_peak = sample.device_peak_bytes;
   for (const json& warning : peer.watch.observe(sample, options_.watch, peer.run, peer.workload)) {
     ++stats_.warnings;
     publish(warning);
@@ -210,6 +233,29 @@ void Server::collect_refits() {
     models_.reload(workload);
     publish({{"event", "model_updated"}, {"workload", workload}, {"summary", outcome}});
   }
+}
+
+void Server::post_metrics() {
+  MetricsSnapshot s;
+  for (const auto& [id, peer] : peers_) s.running.push_back(peer.metrics);
+  s.workloads.assign(known_workloads_.begin(), known_workloads_.end());
+  s.prediction_errors = prediction_errors_;
+  s.verdicts = verdicts_;
+  s.figures = figures();
+  s.queued_samples = store_.queued_samples();
+  metrics_board_.post(std::move(s));
+  metrics_posted_ = unix_now();
+}
+
+// How far the verdict's prediction was from the peak the run reached, for the histogram.
+void Server::note_prediction_error(const Peer& peer, const protocol::Bye& bye) {
+  const RunMetrics& m = peer.metrics;
+  if (m.predicted_target.empty()) return;
+  const auto measured =
+      static_cast<double>(m.predicted_target == protocol::kDevicePeakTarget ? bye.device_peak_bytes
+                                                                            : bye.host_peak_bytes);
+  if (measured > 0)
+    prediction_errors_[peer.workload].add(std::abs(measured - m.predicted_bytes) / measured);
 }
 
 LiveFigures Server::figures() const {
@@ -255,6 +301,7 @@ void Server::check_liveness() {
     protocol::segment_remove(pid);
     protocol::job_segment_remove(pid);
     store_.mark_killed(run.id, last);
+    std::erase_if(peers_, [&](const auto& entry) { return entry.second.run == run.id; });
     publish({{"event", "run_killed"}, {"run", run.id}, {"workload", run.workload}});
   }
 }

@@ -3,8 +3,11 @@
 // blocks on a client: replies to shims are sent without waiting and dropped if the shim is gone.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +15,8 @@
 #include <zmq.hpp>
 
 #include "curve_auth.hpp"
+#include "metrics.hpp"
+#include "metrics_server.hpp"
 #include "model_worker.hpp"
 #include "models.hpp"
 #include "options.hpp"
@@ -26,7 +31,25 @@ namespace memwatch::daemon {
 struct Peer {
   std::int64_t run = 0;
   std::string workload;
-  RunWatch watch;  // live memory against the capacities of its HELLO
+  RunWatch watch;      // live memory against the capacities of its HELLO
+  RunMetrics metrics;  // its latest figures and its verdict's prediction, for `--metrics`
+};
+
+// The loop's latest MetricsSnapshot, read by the metrics thread.
+class MetricsBoard {
+ public:
+  void post(MetricsSnapshot snapshot) {
+    const std::lock_guard lock(mutex_);
+    snapshot_ = std::move(snapshot);
+  }
+  [[nodiscard]] MetricsSnapshot read() const {
+    const std::lock_guard lock(mutex_);
+    return snapshot_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  MetricsSnapshot snapshot_;
 };
 
 class Server {
@@ -44,6 +67,8 @@ class Server {
   void on_sample(Peer& peer, const protocol::Sample& sample);
   void collect_refits();
   void flush_when_due(bool arrived);
+  void post_metrics();
+  void note_prediction_error(const Peer& peer, const protocol::Bye& bye);
   [[nodiscard]] LiveFigures figures() const;
   [[nodiscard]] nlohmann::json status() const;  // called on the query thread
 
@@ -62,7 +87,12 @@ class Server {
   Counts counts_;  // as stored at start, runs and samples counted on since
   std::set<std::string> known_workloads_;
   StatusBoard board_;
-  std::optional<QueryServer> queries_;  // last: its thread stops before the rest goes
+  std::array<std::uint64_t, 3> verdicts_{};  // by protocol::VerdictKind
+  std::map<std::string, PredictionErrors> prediction_errors_;
+  MetricsBoard metrics_board_;
+  double metrics_posted_ = 0;
+  std::optional<QueryServer> queries_;    // its thread and the metrics server's stop before
+  std::optional<MetricsServer> metrics_;  // the rest goes
 };
 
 }  // namespace memwatch::daemon
