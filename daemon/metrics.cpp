@@ -116,21 +116,27 @@ void running_runs(Exposition& e, const MetricsSnapshot& s) {
     for (const RunMetrics& r : s.running)
       e.sample(f.name, run_labels(r), static_cast<double>(r.*f.value));
   }
-  e.family("memwatch_run_predicted_peak_bytes", "gauge",
-           "The peak the workload's model predicted for a running run, by the figure judged.");
-  for (const RunMetrics& r : s.running) {
-    if (r.predicted_target.empty()) continue;
-    Labels labels = run_labels(r);
-    labels.emplace_back("target", r.predicted_target);
-    e.sample("memwatch_run_predicted_peak_bytes", labels, r.predicted_bytes);
-  }
-  e.family("memwatch_run_upper_bound_bytes", "gauge",
-           "The model's upper bound on a running run's peak, by the figure judged.");
-  for (const RunMetrics& r : s.running) {
-    if (r.predicted_target.empty()) continue;
-    Labels labels = run_labels(r);
-    labels.emplace_back("target", r.predicted_target);
-    e.sample("memwatch_run_upper_bound_bytes", labels, r.upper_bytes);
+  struct Prediction {
+    const char* name;
+    const char* help;
+    double RunMetrics::*value;
+  };
+  constexpr Prediction kPredictions[] = {
+      {"memwatch_run_predicted_peak_bytes",
+       "The peak the workload's model predicted for a running run, by the figure judged.",
+       &RunMetrics::predicted_bytes},
+      {"memwatch_run_upper_bound_bytes",
+       "The model's upper bound on a running run's peak, by the figure judged.",
+       &RunMetrics::upper_bytes},
+  };
+  for (const Prediction& p : kPredictions) {
+    e.family(p.name, "gauge", p.help);
+    for (const RunMetrics& r : s.running) {
+      if (r.predicted_target.empty()) continue;
+      Labels labels = run_labels(r);
+      labels.emplace_back("target", r.predicted_target);
+      e.sample(p.name, labels, r.*p.value);
+    }
   }
 }
 

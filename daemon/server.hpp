@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -33,23 +32,6 @@ struct Peer {
   std::string workload;
   RunWatch watch;      // live memory against the capacities of its HELLO
   RunMetrics metrics;  // its latest figures and its verdict's prediction, for `--metrics`
-};
-
-// The loop's latest MetricsSnapshot, read by the metrics thread.
-class MetricsBoard {
- public:
-  void post(MetricsSnapshot snapshot) {
-    const std::lock_guard lock(mutex_);
-    snapshot_ = std::move(snapshot);
-  }
-  [[nodiscard]] MetricsSnapshot read() const {
-    const std::lock_guard lock(mutex_);
-    return snapshot_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  MetricsSnapshot snapshot_;
 };
 
 class Server {
@@ -86,10 +68,10 @@ class Server {
   double started_ = 0;
   Counts counts_;  // as stored at start, runs and samples counted on since
   std::set<std::string> known_workloads_;
-  StatusBoard board_;
+  Board<LiveFigures> board_;
   std::array<std::uint64_t, 3> verdicts_{};  // by protocol::VerdictKind
   std::map<std::string, PredictionErrors> prediction_errors_;
-  MetricsBoard metrics_board_;
+  Board<MetricsSnapshot> metrics_board_;
   double metrics_posted_ = 0;
   std::optional<QueryServer> queries_;    // its thread and the metrics server's stop before
   std::optional<MetricsServer> metrics_;  // the rest goes

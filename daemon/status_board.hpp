@@ -1,5 +1,6 @@
-// The loop's live figures, posted once per loop turn and read by the query thread: a status
-// query never touches the loop's own counters or the store.
+// What the loop posts for other threads to read: its live figures, once per turn, for the query
+// thread (a status query never touches the loop's own counters or the store), and the metrics'
+// snapshot for the metrics thread.
 #pragma once
 
 #include <cstdint>
@@ -21,20 +22,22 @@ struct LiveFigures {
   std::uint64_t refused_clients = 0;  // CURVE handshakes refused
 };
 
-class StatusBoard {
+// The latest value one thread posted, for others to copy.
+template <class Value>
+class Board {
  public:
-  void post(const LiveFigures& figures) {
+  void post(Value value) {
     const std::lock_guard lock(mutex_);
-    figures_ = figures;
+    value_ = std::move(value);
   }
-  [[nodiscard]] LiveFigures read() const {
+  [[nodiscard]] Value read() const {
     const std::lock_guard lock(mutex_);
-    return figures_;
+    return value_;
   }
 
  private:
   mutable std::mutex mutex_;
-  LiveFigures figures_;
+  Value value_;
 };
 
 }  // namespace memwatch::daemon
