@@ -58,8 +58,12 @@ class Exposition {
   std::string out_;
 };
 
+// `job` is Prometheus's own target label (the scrape job's name): the batch scheduler's job is
+// `scheduler_job`, present when the run has one.
 Labels run_labels(const RunMetrics& r) {
-  return {{"workload", r.workload}, {"run", std::to_string(r.run)}, {"node", r.node}};
+  Labels labels = {{"workload", r.workload}, {"run", std::to_string(r.run)}, {"node", r.node}};
+  if (!r.scheduler_job.empty()) labels.emplace_back("scheduler_job", r.scheduler_job);
+  return labels;
 }
 
 void daemon_figures(Exposition& e, const MetricsSnapshot& s) {

@@ -19,6 +19,7 @@ namespace memwatch::daemon {
 struct RunMetrics {
   std::int64_t run = 0;
   std::string workload, node;
+  std::string scheduler_job;  // Slurm's job id; empty: none
   std::int64_t host_live = 0, host_peak = 0, device_live = 0, device_peak = 0;
   std::string predicted_target;  // the model its verdict judged by; empty: none
   double predicted_bytes = 0, upper_bytes = 0;

@@ -56,6 +56,7 @@ std::string this_host() {
 bool valid_hello(const protocol::Hello& h) {
   using protocol::valid_name;
   if (!valid_name(h.workload) || h.host.size() > 255 || h.host_capacity_bytes < 0) return false;
+  if (!h.scheduler_job.empty() && !valid_name(h.scheduler_job)) return false;
   for (const auto& [name, value] : h.params)
     if (!valid_name(name) || value < 0 || value > 1e15) return false;
   return true;
@@ -199,6 +200,7 @@ void Server::on_hello(const std::string& peer, const protocol::Hello& hello) {
   metrics.run = run;
   metrics.workload = hello.workload;
   metrics.node = hello.host;
+  metrics.scheduler_job = hello.scheduler_job;
   if (verdict.kind != protocol::VerdictKind::no_model) {
     metrics.predicted_target = verdict.target;
     metrics.predicted_bytes = verdict.predicted_bytes;

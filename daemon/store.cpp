@@ -13,7 +13,8 @@ namespace {
 using protocol::Figure;
 using protocol::kFigures;
 
-// The runs table without its figures: those come from figures.hpp (figure_columns).
+// The runs table as first made; the columns added since (the run figures, ...) follow it
+// (added_columns).
 constexpr const char* kRunsTable = R"sql(
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY,
@@ -123,15 +124,16 @@ struct Column {
   std::string declaration;
 };
 
-// The runs columns that follow the measured figures: one per run figure (figures.hpp), and each
-// device's peak as a JSON array. A store from before a figure existed gets its column when it is
-// opened (upgrade_schema).
-const std::vector<Column>& figure_columns() {
+// The runs columns added after the first schema: one per run figure (figures.hpp), each device's
+// peak as a JSON array, and the batch scheduler's job. A store from before one existed gets its
+// column when it is opened (upgrade_schema).
+const std::vector<Column>& added_columns() {
   static const std::vector<Column> columns = [] {
     std::vector<Column> c;
     for (const Figure& f : kFigures)
       if (f.run) c.push_back({std::string(f.name), "INTEGER NOT NULL DEFAULT 0"});
     c.push_back({"device_peaks", "TEXT NOT NULL DEFAULT '[]'"});
+    c.push_back({"scheduler_job", "TEXT NOT NULL DEFAULT ''"});
     return c;
   }();
   return columns;
@@ -139,18 +141,18 @@ const std::vector<Column>& figure_columns() {
 
 std::string schema_sql() {
   std::string sql = kRunsTable;
-  for (const Column& c : figure_columns()) sql += ",\n  " + c.name + " " + c.declaration;
+  for (const Column& c : added_columns()) sql += ",\n  " + c.name + " " + c.declaration;
   return sql + "\n);" + kOtherTables;
 }
 
-// What read_run reads, in its order: the fixed columns, then figure_columns().
+// What read_run reads, in its order: the fixed columns, then added_columns().
 constexpr int kFixedRunColumns = 11;
 const std::string& run_columns() {
   static const std::string columns = [] {
     std::string c =
         "id, workload, params, host, pid, status, started, elapsed_s, host_capacity_bytes, "
         "exit_cause, samples";
-    for (const Column& f : figure_columns()) c += ", " + f.name;
+    for (const Column& f : added_columns()) c += ", " + f.name;
     return c;
   }();
   return columns;
@@ -175,14 +177,14 @@ bool raised_by_samples(const Figure& f) {
 }
 
 // Finishes its statement before returning: SQLite refuses to change the schema under one.
-std::vector<Column> missing_figure_columns(sqlite3* db) {
+std::vector<Column> missing_added_columns(sqlite3* db) {
   std::set<std::string> have;
   {
     Statement s(db, "SELECT name FROM pragma_table_info('runs')");
     while (s.step()) have.insert(s.text(0));
   }
   std::vector<Column> missing;
-  for (const Column& c : figure_columns())
+  for (const Column& c : added_columns())
     if (have.count(c.name) == 0) missing.push_back(c);
   return missing;
 }
@@ -209,7 +211,8 @@ Run read_run(const Statement& s) {
   r.samples = s.integer(10);
   int col = kFixedRunColumns;
   protocol::for_each_run_figure(r, [&](const Figure&, std::int64_t& v) { v = s.integer(col++); });
-  r.device_peaks = peaks_from_json(s.text(col));
+  r.device_peaks = peaks_from_json(s.text(col++));
+  r.scheduler_job = s.text(col);
   return r;
 }
 
@@ -305,10 +308,10 @@ void Store::upgrade_schema() {
   // zero in the runs it has. In one transaction, so a second connection opening the same file
   // finds the upgrade whole or not at all, and a failure leaves the file as it was. An upgraded
   // file is only read: opening it takes no write lock.
-  if (runs_count_samples(db_) && missing_figure_columns(db_).empty()) return;
+  if (runs_count_samples(db_) && missing_added_columns(db_).empty()) return;
   in_transaction([this] {
     // Asked again: another connection may have upgraded it meanwhile.
-    for (const Column& c : missing_figure_columns(db_))
+    for (const Column& c : missing_added_columns(db_))
       exec(("ALTER TABLE runs ADD COLUMN " + c.name + " " + c.declaration).c_str());
     if (runs_count_samples(db_)) return;
     exec("ALTER TABLE runs ADD COLUMN samples INTEGER NOT NULL DEFAULT 0");
@@ -327,10 +330,11 @@ std::int64_t Store::begin_run(const protocol::Hello& h, double now_unix_s) {
   flush_samples();
   Statement s(db_,
               "INSERT INTO runs (workload, params, host, pid, status, started, "
-              "host_capacity_bytes) VALUES (?, ?, ?, ?, 'running', ?, ?)");
+              "host_capacity_bytes, scheduler_job) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)");
   s.bind(1, h.workload).bind(2, params_json(h.params)).bind(3, h.host);
   s.bind(4, static_cast<std::int64_t>(h.pid));
   s.bind(5, h.start_unix_s > 0 ? h.start_unix_s : now_unix_s).bind(6, h.host_capacity_bytes);
+  s.bind(7, h.scheduler_job);
   s.step();
   return sqlite3_last_insert_rowid(db_);
 }

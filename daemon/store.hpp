@@ -40,6 +40,7 @@ struct Run {
   std::int64_t host_capacity_bytes = 0;
   std::string exit_cause;
   std::int64_t samples = 0;
+  std::string scheduler_job;  // Slurm's JOBID or JOBID.STEP; empty: none
 };
 
 struct Counts {

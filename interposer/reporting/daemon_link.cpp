@@ -99,6 +99,7 @@ void DaemonLink::started() {
     if (c.device_capacity[i] > 0) devices = i + 1;
   for (int i = 0; i < devices; ++i) hello.device_capacity_bytes.push_back(c.device_capacity[i]);
   hello.on_oom = c.on_oom;
+  hello.scheduler_job = c.scheduler_job;
   send(protocol::encode(hello));
 
   // The program waits (bounded) for this: poll here rather than at the next sample.

@@ -227,6 +227,7 @@ std::string_view report_format(const ReportFacts& f, char* buf, std::size_t capa
   j.raw("{").key("schema").string("memwatch.report/1");
   j.raw(",").key("pid").integer(f.pid);
   j.raw(",").key("workload").string(c.workload);
+  if (c.scheduler_job[0] != '\0') j.raw(",").key("scheduler_job").string(c.scheduler_job);
   j.raw(",").key("params").raw("{");
   for (int i = 0; i < c.param_count; ++i) {
     if (i > 0) j.raw(",");

@@ -359,6 +359,17 @@ void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn
     copy_text(config.endpoint, sizeof config.endpoint, protocol::default_ingest_endpoint());
   if (config.workload[0] == '\0')
     copy_text(config.workload, sizeof config.workload, program_name(argc, argv));
+  config_read_scheduler_job(config, env);
+}
+
+void config_read_scheduler_job(Config& config, EnvLookup env) {
+  const char* job = env("SLURM_JOB_ID");
+  if (job == nullptr || !valid_name(job)) return;
+  std::string id = job;
+  if (const char* step = env("SLURM_STEP_ID"); step != nullptr && valid_name(step))
+    id += std::string(".") + step;
+  if (id.size() < sizeof config.scheduler_job)
+    copy_text(config.scheduler_job, sizeof config.scheduler_job, id);
 }
 
 }  // namespace memwatch::shim

@@ -43,6 +43,7 @@ struct Config {
   std::int64_t batch_bytes = kBatchBytes;
   char cupti[4096] = "auto";  // auto, off, or a libcupti's path
   int job_root = 0;           // the pid of the job's first process; 0: this process starts one
+  char scheduler_job[64] = {};  // Slurm's JOBID or JOBID.STEP from its environment; empty: none
 };
 
 // Reads an environment variable; tests pass their own.
@@ -68,6 +69,10 @@ inline std::int64_t config_parse_size(std::string_view text) {
 
 // MEMWATCH_ALLOCATOR's values; also read before the configuration exists (real_functions.cpp).
 bool config_parse_allocator(std::string_view text, Allocator& out);
+
+// The batch scheduler's job the process runs in: Slurm's SLURM_JOB_ID, with .SLURM_STEP_ID
+// inside a step; left empty when absent or not a plain name.
+void config_read_scheduler_job(Config& config, EnvLookup env);
 
 // The value of a parameter, or nullptr.
 const Param* config_find_param(const Config& config, std::string_view name);

@@ -82,7 +82,10 @@ TEST(Metrics, ARunningRunIsScrapedWhileItRunsAndTheTextPassesPromtool) {
   test::TempDir dir;
   MetricsDaemon m(dir.path());
   runs_and_model(m.daemon, {1, 2, 3, 4, 6, 8, 12, 16});
-  test::Running holding({kPatterns, "hold"}, shim_env(m.daemon, "mib=20"));
+  test::Environment in_slurm = shim_env(m.daemon, "mib=20");
+  in_slurm["SLURM_JOB_ID"] = "81234";  // as a Slurm step's environment names it
+  in_slurm["SLURM_STEP_ID"] = "0";
+  test::Running holding({kPatterns, "hold"}, in_slurm);
   ASSERT_EQ(holding.read_line(), "ready");
   const std::string run = std::to_string(9);
   const std::string labels = "{workload=\"grows\",run=\"" + run + "\",node=\"";
@@ -96,6 +99,10 @@ TEST(Metrics, ARunningRunIsScrapedWhileItRunsAndTheTextPassesPromtool) {
   const auto predicted = text.find("memwatch_run_predicted_peak_bytes" + labels);
   ASSERT_NE(predicted, std::string::npos) << text;
   EXPECT_NEAR(std::stod(text.substr(text.find(' ', predicted) + 1)) / MiB, 20.5, 1.0);
+  EXPECT_NE(text.find(labels), std::string::npos);
+  EXPECT_NE(text.find("scheduler_job=\"81234.0\"}"), std::string::npos) << text;
+  EXPECT_EQ(m.daemon.ask({{"op", "runs"}, {"workload", "grows"}})["runs"][8]["scheduler_job"],
+            "81234.0");
   EXPECT_EQ(value_of(text, "memwatch_runs_running"), 1.0);
   // The model is refitted after each run: every run after the first few was judged by one.
   EXPECT_GE(value_of(text, "memwatch_verdicts_total{outcome=\"fits\"}"), 1.0);

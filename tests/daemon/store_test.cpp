@@ -28,7 +28,9 @@ TEST(Store, ARunFromHelloToByeAndBackAfterReopening) {
   std::int64_t id = 0;
   {
     Store store(db);
-    id = store.begin_run(hello("unet", 2), 100);
+    protocol::Hello in_slurm = hello("unet", 2);
+    in_slurm.scheduler_job = "81234.0";
+    id = store.begin_run(in_slurm, 100);
     store.add_sample(id, {1234, 0.5, 10, 20, 0, 0});
     store.add_sample(id, {.pid = 1234,
                           .t_s = 1.0,
@@ -56,6 +58,7 @@ TEST(Store, ARunFromHelloToByeAndBackAfterReopening) {
   EXPECT_EQ(runs[0].host_peak_bytes, 50);
   EXPECT_EQ(runs[0].samples, 2);
   EXPECT_EQ(runs[0].params, (protocol::Params{{"batch", 2}, {"dim", 64}}));
+  EXPECT_EQ(runs[0].scheduler_job, "81234.0");
   EXPECT_EQ(again.counts().runs, 1);
   EXPECT_EQ(again.workloads(), std::vector<std::string>{"unet"});
 }

@@ -68,7 +68,8 @@ TEST(Config, EveryVariableParsed) {
                          {"MEMWATCH_SIGNALS", "off"},
                          {"MEMWATCH_BATCH_BYTES", "0"},
                          {"MEMWATCH_WARN_SHARE", "80%"},
-                         {"MEMWATCH_WARN_HORIZON", "45s"}});
+                         {"MEMWATCH_WARN_HORIZON", "45s"},
+                         {"MEMWATCH_JOB", "4242"}});
   EXPECT_TRUE(g_warnings.empty()) << g_warnings.front();
   EXPECT_STREQ(c.report_path, "/tmp/r.%p.json");
   EXPECT_STREQ(c.endpoint, "tcp://127.0.0.1:5555");
@@ -86,6 +87,15 @@ TEST(Config, EveryVariableParsed) {
   EXPECT_EQ(c.batch_bytes, 0);
   EXPECT_DOUBLE_EQ(c.watch.share, 0.8);
   EXPECT_EQ(c.watch.horizon_s, 45);
+  EXPECT_EQ(c.job_root, 4242);
+}
+
+TEST(Config, SlurmsJobAndStepNameTheSchedulersJob) {
+  EXPECT_STREQ(load({{"SLURM_JOB_ID", "81234"}, {"SLURM_STEP_ID", "0"}}).scheduler_job, "81234.0");
+  EXPECT_STREQ(load({{"SLURM_JOB_ID", "81234"}}).scheduler_job, "81234");
+  EXPECT_STREQ(load({{"SLURM_JOB_ID", "81 234; rm"}}).scheduler_job, "");  // not a plain name
+  EXPECT_STREQ(load({}).scheduler_job, "");
+  EXPECT_TRUE(g_warnings.empty());
 }
 
 TEST(Config, ArgvParamsTakeBothFlagForms) {
@@ -125,6 +135,8 @@ TEST(Config, EachBadValueGivesOneMessageNamingTheVariableAndKeepsTheDefault) {
       {"MEMWATCH_WARN_SHARE", "0%"},
       {"MEMWATCH_WARN_HORIZON", "-3"},
       {"MEMWATCH_WARN_HORIZON", "soon"},
+      {"MEMWATCH_JOB", "0"},
+      {"MEMWATCH_JOB", "root"},
   };
   for (const auto& [variable, value] : bad) {
     const Config c = load({{variable, value}});

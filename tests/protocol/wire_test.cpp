@@ -21,6 +21,7 @@ std::vector<Message> examples() {
   hello.host_capacity_bytes = 24LL << 30;
   hello.device_capacity_bytes = {80LL << 30, 80LL << 30};
   hello.on_oom = OnOom::abort;
+  hello.scheduler_job = "81234.0";
   Sample sample{4242, 1.25, 100, 200, 60, 40, 1000, 2000};
   Bye bye;
   bye.pid = 4242;

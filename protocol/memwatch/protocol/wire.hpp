@@ -26,7 +26,8 @@
 namespace memwatch::protocol {
 
 inline constexpr std::uint8_t kMagic = 'M';
-inline constexpr std::uint8_t kVersion = 2;  // 2: BYE carries `processes`
+inline constexpr std::uint8_t kVersion =
+    2;  // 2: BYE carries `processes`, HELLO the scheduler's job
 inline constexpr std::size_t kMaxString = 4096;
 inline constexpr std::size_t kMaxParams = 64;
 
@@ -45,6 +46,7 @@ struct Hello {
   std::int64_t host_capacity_bytes = 0;
   std::vector<std::int64_t> device_capacity_bytes;
   OnOom on_oom = OnOom::warn;
+  std::string scheduler_job;  // the batch scheduler's job (Slurm: JOBID or JOBID.STEP); empty: none
   friend bool operator==(const Hello&, const Hello&) = default;
 };
 
@@ -206,6 +208,7 @@ inline std::string encode(const Hello& m) {
   w.i64(m.host_capacity_bytes);
   w.list(m.device_capacity_bytes);
   w.u8(static_cast<std::uint8_t>(m.on_oom));
+  w.str(m.scheduler_job);
   return w.take();
 }
 
@@ -268,6 +271,7 @@ inline std::optional<Message> decode(std::string_view frame) {
       const std::uint8_t on_oom = r.u8();
       if (!valid_enum(on_oom, OnOom::off)) return std::nullopt;
       m.on_oom = static_cast<OnOom>(on_oom);
+      m.scheduler_job = r.str();
       out = std::move(m);
       break;
     }
