@@ -16,6 +16,8 @@ double unix_now() {
 
 // Fits every target the workload has data for and stores the models; returns what happened.
 std::string refit(Store& store, const std::string& workload) {
+  // Another daemon on a shared store may be fitting it: this fit waits, then takes its runs too.
+  const auto claim = store.claim_workload(workload);
   const std::vector<Run> runs = store.runs(workload);
   std::string summary;
   for (const char* target : {kHostTarget, kDeviceTarget}) {

@@ -14,6 +14,7 @@
 #include "memwatch/protocol/endpoints.hpp"
 #include "memwatch/protocol/private_dir.hpp"
 #include "metrics_server.hpp"
+#include "store.hpp"
 
 namespace memwatch::daemon {
 
@@ -161,7 +162,9 @@ const DaemonOption kOptions[] = {
     {"--events", "EP", [](Options& o, const std::string& v) { return o.events = v, std::string(); },
      "warnings and new models (ZeroMQ PUB)", protocol::default_events_endpoint},
     {"--db", "PATH", [](Options& o, const std::string& v) { return o.db = v, std::string(); },
-     "the SQLite store", default_db},
+     "the store: a SQLite file, or a PostgreSQL database several daemons share "
+     "(postgresql://USER@HOST/DB; the password from ~/.pgpass or PGPASSFILE, never here)",
+     default_db},
     {"--curve-keys", "DIR",
      [](Options& o, const std::string& v) { return o.curve_keys = v, std::string(); },
      "CurveZMQ on all three sockets, with DIR/server.key as the daemon's secret key; only "
@@ -258,6 +261,7 @@ bool prepare_paths(const Options& o, std::string& error) {
     if (!e.starts_with("ipc://")) continue;
     if (!(error = prepare_dir_of(e.substr(6))).empty()) return false;
   }
+  if (is_postgres_location(o.db)) return true;  // a server's, not a folder of ours
   error = prepare_dir_of(o.db);
   return error.empty();
 }

@@ -81,6 +81,7 @@ Server::Server(const Options& options, std::optional<CurveServerKeys> curve)
       counts_(store_.counts()) {
   store_.leave_checkpoints_to_others();
   models_.reload_all();
+  models_seen_ = store_.models_since(0).last_model;
   for (const std::string& w : store_.workloads()) known_workloads_.insert(w);
   zmq::socket_t query(context_, zmq::socket_type::rep);
   for (zmq::socket_t* s : {&ingest_, &query, &events_}) s->set(zmq::sockopt::linger, 0);
@@ -130,6 +131,7 @@ void Server::run(const std::atomic<bool>& stop) {
     const double now = unix_now();
     if (now - last_liveness >= kLivenessEvery) {
       check_liveness();
+      if (store_.shared()) catch_up_with_others();
       last_liveness = now;
     }
     board_.post(figures());
@@ -282,6 +284,16 @@ json Server::status() const {
           {"uptime_s", unix_now() - started_},
           {"db", options_.db},
           {"ingest", options_.ingest}};
+}
+
+// On a shared store other daemons take runs and fit models too: every daemon answers from the
+// latest models, and counts every run.
+void Server::catch_up_with_others() {
+  const ModelsSince since = store_.models_since(models_seen_);
+  for (const std::string& workload : since.workloads) models_.reload(workload);
+  models_seen_ = since.last_model;
+  counts_ = store_.counts();
+  for (const std::string& workload : store_.workloads()) known_workloads_.insert(workload);
 }
 
 void Server::check_liveness() {

@@ -44,6 +44,7 @@ class Server {
  private:
   int on_ingest();  // frames taken
   void check_liveness();
+  void catch_up_with_others();
   void publish(const nlohmann::json& event);
   void on_hello(const std::string& peer, const protocol::Hello& hello);
   void on_sample(Peer& peer, const protocol::Sample& sample);
@@ -62,6 +63,7 @@ class Server {
   std::optional<CurveAuth> curve_;
   std::unordered_map<std::string, Peer> peers_;
   ModelCache models_;
+  std::int64_t models_seen_ = 0;  // the last model read from the store
   ModelWorker worker_;
   std::string host_;
   IngestStats stats_;

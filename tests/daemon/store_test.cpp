@@ -2,6 +2,7 @@
 #include "store.hpp"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <fstream>
 

@@ -1,0 +1,333 @@
+#include "store_postgres.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <regex>
+
+#include "store_schema.hpp"
+
+namespace memwatch::daemon {
+
+using protocol::Figure;
+using protocol::kFigures;
+
+namespace {
+
+// The advisory lock the daemons take while one of them makes or extends the schema.
+constexpr std::int64_t kSchemaLock = 0x6d656d7761746368;  // "memwatch"
+// Samples per INSERT: six parameters each, under the protocol's 65,535.
+constexpr std::size_t kSamplesPerInsert = 5000;
+
+std::string number(std::int64_t v) {
+  return std::to_string(v);
+}
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+// The URL with any password blanked, for messages.
+std::string without_password(const std::string& url) {
+  return std::regex_replace(url, std::regex("(://[^:/@]*):[^@/]*@"), "$1:***@");
+}
+
+std::string declaration(const Column& c) {
+  return c.name + (c.type == "integer" ? " BIGINT" : " TEXT") + " NOT NULL DEFAULT " +
+         c.default_value;
+}
+
+constexpr const char* kTables = R"sql(
+CREATE TABLE IF NOT EXISTS runs (
+  id BIGSERIAL PRIMARY KEY,
+  workload TEXT NOT NULL,
+  params TEXT NOT NULL,
+  host TEXT NOT NULL,
+  pid BIGINT NOT NULL,
+  status TEXT NOT NULL,
+  started DOUBLE PRECISION NOT NULL,
+  elapsed_s DOUBLE PRECISION NOT NULL DEFAULT 0,
+  host_capacity_bytes BIGINT NOT NULL DEFAULT 0,
+  exit_cause TEXT NOT NULL DEFAULT '',
+  exit_detail BIGINT NOT NULL DEFAULT 0,
+  samples BIGINT NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS runs_by_workload ON runs(workload);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs(status);
+CREATE TABLE IF NOT EXISTS samples (
+  run_id BIGINT NOT NULL REFERENCES runs(id),
+  t_s DOUBLE PRECISION NOT NULL,
+  host_live_bytes BIGINT NOT NULL,
+  host_peak_bytes BIGINT NOT NULL,
+  device_live_bytes BIGINT NOT NULL,
+  device_peak_bytes BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS models (
+  id BIGSERIAL PRIMARY KEY,
+  workload TEXT NOT NULL,
+  target TEXT NOT NULL,
+  created DOUBLE PRECISION NOT NULL,
+  runs BIGINT NOT NULL,
+  model TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS models_by_key ON models(workload, target, id);
+)sql";
+
+std::string text(const PGresult* r, int row, int col) {
+  return PQgetisnull(r, row, col) ? std::string() : PQgetvalue(r, row, col);
+}
+
+std::int64_t integer(const PGresult* r, int row, int col) {
+  const std::string t = text(r, row, col);
+  std::int64_t v = 0;
+  std::from_chars(t.data(), t.data() + t.size(), v);
+  return v;
+}
+
+double real(const PGresult* r, int row, int col) {
+  const std::string t = text(r, row, col);
+  return t.empty() ? 0 : std::stod(t);
+}
+
+Run read_run(const PGresult* r, int row) {
+  Run run;
+  run.id = integer(r, row, 0);
+  run.workload = text(r, row, 1);
+  run.params = params_from_json(text(r, row, 2));
+  run.host = text(r, row, 3);
+  run.pid = integer(r, row, 4);
+  run.status = status_from(text(r, row, 5));
+  run.started_unix_s = real(r, row, 6);
+  run.elapsed_s = real(r, row, 7);
+  run.host_capacity_bytes = integer(r, row, 8);
+  run.exit_cause = text(r, row, 9);
+  run.samples = integer(r, row, 10);
+  int col = kFixedRunColumns;
+  protocol::for_each_run_figure(
+      run, [&](const Figure&, std::int64_t& v) { v = integer(r, row, col++); });
+  run.device_peaks = peaks_from_json(text(r, row, col++));
+  run.scheduler_job = text(r, row, col);
+  return run;
+}
+
+// "$first, $first+1, ..., $first+n-1"
+std::string placeholders(int first, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += (i ? ", $" : "$") + std::to_string(first + i);
+  return out;
+}
+
+}  // namespace
+
+PostgresStore::PostgresStore(const std::string& url, StoreAccess access)
+    : server_(without_password(url)) {
+  connection_ = PQconnectdb(url.c_str());
+  if (PQstatus(connection_) != CONNECTION_OK) {
+    const std::string why = PQerrorMessage(connection_);
+    PQfinish(connection_);
+    throw StoreError("cannot connect to the PostgreSQL store " + server_ + ": " + why);
+  }
+  if (access == StoreAccess::read_write) make_schema();
+}
+
+PostgresStore::~PostgresStore() {
+  PQfinish(connection_);
+}
+
+PostgresStore::Result PostgresStore::execute(const std::string& sql,
+                                             const std::vector<std::string>& params) const {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const std::string& p : params) values.push_back(p.c_str());
+  Result r(PQexecParams(connection_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                        values.data(), nullptr, nullptr, 0),
+           PQclear);
+  const ExecStatusType status = PQresultStatus(r.get());
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    std::string why = PQresultErrorMessage(r.get());
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    throw StoreError("store " + server_ + ": " + why);
+  }
+  return r;
+}
+
+template <class Work>
+void PostgresStore::in_transaction(Work&& work) {
+  execute("BEGIN");
+  try {
+    work();
+    execute("COMMIT");
+  } catch (const StoreError&) {
+    PQclear(PQexec(connection_, "ROLLBACK"));
+    throw;
+  }
+}
+
+void PostgresStore::make_schema() {
+  // One daemon at a time: CREATE ... IF NOT EXISTS races with itself across connections.
+  in_transaction([this] {
+    execute("SELECT pg_advisory_xact_lock(" + number(kSchemaLock) + ")");
+    PQclear(PQexec(connection_, "SET LOCAL client_min_messages = warning"));
+    Result made(PQexec(connection_, kTables), PQclear);
+    if (PQresultStatus(made.get()) != PGRES_COMMAND_OK)
+      throw StoreError("store " + server_ + ": " + PQresultErrorMessage(made.get()));
+    for (const Column& c : added_columns())
+      execute("ALTER TABLE runs ADD COLUMN IF NOT EXISTS " + declaration(c));
+  });
+}
+
+std::int64_t PostgresStore::begin_run(const protocol::Hello& h, double now_unix_s) {
+  const Result r = execute(
+      "INSERT INTO runs (workload, params, host, pid, status, started, host_capacity_bytes, "
+      "scheduler_job) VALUES ($1, $2, $3, $4, 'running', $5, $6, $7) RETURNING id",
+      {h.workload, params_json(h.params), h.host, number(static_cast<std::int64_t>(h.pid)),
+       number(h.start_unix_s > 0 ? h.start_unix_s : now_unix_s), number(h.host_capacity_bytes),
+       h.scheduler_job});
+  return integer(r.get(), 0, 0);
+}
+
+void PostgresStore::write_samples(const std::vector<QueuedSample>& batch) {
+  in_transaction([&] {
+    for (std::size_t from = 0; from < batch.size(); from += kSamplesPerInsert) {
+      const std::size_t to = std::min(batch.size(), from + kSamplesPerInsert);
+      std::string sql = "INSERT INTO samples VALUES ";
+      std::vector<std::string> params;
+      for (std::size_t i = from; i < to; ++i) {
+        const protocol::Sample& m = batch[i].sample;
+        sql +=
+            (i > from ? ", (" : "(") + placeholders(static_cast<int>(params.size()) + 1, 6) + ")";
+        params.insert(params.end(), {number(batch[i].run), number(m.t_s), number(m.host_live_bytes),
+                                     number(m.host_peak_bytes), number(m.device_live_bytes),
+                                     number(m.device_peak_bytes)});
+      }
+      execute(sql, params);
+    }
+    for (const auto& [run, c] : changes_of(batch)) {
+      std::string sql = "UPDATE runs SET ";
+      std::vector<std::string> params;
+      for (const Figure& f : kFigures)
+        if (raised_by_samples(f)) {
+          params.push_back(number(c.peaks[protocol::figure_index(f)]));
+          sql += std::string(f.name) + " = GREATEST(" + std::string(f.name) + ", $" +
+                 std::to_string(params.size()) + "), ";
+        }
+      params.insert(params.end(), {number(c.last_t_s), number(c.samples), number(run)});
+      const auto n = params.size();
+      sql += "elapsed_s = GREATEST(elapsed_s, $" + std::to_string(n - 2) +
+             "), samples = samples + $" + std::to_string(n - 1) + " WHERE id = $" +
+             std::to_string(n);
+      execute(sql, params);
+    }
+  });
+}
+
+void PostgresStore::finish_run(std::int64_t run, const protocol::Bye& b) {
+  const bool signaled = b.cause == protocol::ExitCause::signal;
+  std::vector<std::string> params = {
+      signaled ? "signaled" : "finished", number(b.elapsed_s), protocol::exit_cause_name(b.cause),
+      number(static_cast<std::int64_t>(b.detail)), peaks_json(b.device_peaks)};
+  std::string sql =
+      "UPDATE runs SET status = $1, elapsed_s = $2, exit_cause = $3, exit_detail = $4, "
+      "device_peaks = $5";
+  protocol::for_each_run_figure(b, [&](const Figure& f, std::int64_t v) {
+    params.push_back(number(v));
+    sql += ", " + std::string(f.name) + " = $" + std::to_string(params.size());
+  });
+  params.push_back(number(run));
+  execute(sql + " WHERE id = $" + std::to_string(params.size()), params);
+}
+
+void PostgresStore::mark_killed(std::int64_t run, const protocol::Bye& last) {
+  std::vector<std::string> params = {number(last.elapsed_s)};
+  std::string sql =
+      "UPDATE runs SET status = 'killed', exit_cause = 'killed', elapsed_s = GREATEST(elapsed_s, "
+      "$1)";
+  if (!last.device_peaks.empty()) {
+    params.push_back(peaks_json(last.device_peaks));
+    sql += ", device_peaks = $2";
+  }
+  protocol::for_each_run_figure(last, [&](const Figure& f, std::int64_t v) {
+    params.push_back(number(v));
+    const std::string name(f.name);
+    sql += ", " + name + " = GREATEST(" + name + ", $" + std::to_string(params.size()) + ")";
+  });
+  params.push_back(number(run));
+  // Only a run still running: another daemon may have finished it since it was listed.
+  execute(sql + " WHERE id = $" + std::to_string(params.size()) + " AND status = 'running'",
+          params);
+}
+
+std::vector<Run> PostgresStore::select_runs(const std::string& where,
+                                            const std::vector<std::string>& params) const {
+  const Result r = execute("SELECT " + run_columns() + " FROM runs WHERE " + where, params);
+  std::vector<Run> out;
+  for (int row = 0; row < PQntuples(r.get()); ++row) out.push_back(read_run(r.get(), row));
+  return out;
+}
+
+std::vector<Run> PostgresStore::runs(const std::string& workload) const {
+  return select_runs("workload = $1 ORDER BY id", {workload});
+}
+
+std::vector<Run> PostgresStore::running_on(const std::string& host) const {
+  return select_runs("status = 'running' AND host = $1 ORDER BY id", {host});
+}
+
+std::optional<Run> PostgresStore::run(std::int64_t id) const {
+  auto found = select_runs("id = $1", {number(id)});
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front());
+}
+
+std::vector<std::string> PostgresStore::workloads() const {
+  const Result r = execute("SELECT DISTINCT workload FROM runs ORDER BY workload");
+  std::vector<std::string> out;
+  for (int row = 0; row < PQntuples(r.get()); ++row) out.push_back(text(r.get(), row, 0));
+  return out;
+}
+
+Counts PostgresStore::counts() const {
+  const Result r = execute(
+      "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM runs WHERE status = 'running'), "
+      "(SELECT COALESCE(SUM(samples), 0) FROM runs), (SELECT COUNT(DISTINCT workload) FROM runs)");
+  return {integer(r.get(), 0, 0), integer(r.get(), 0, 1), integer(r.get(), 0, 2),
+          integer(r.get(), 0, 3)};
+}
+
+void PostgresStore::save_model(const std::string& workload, const std::string& target,
+                               const std::string& model_json, std::int64_t runs_used,
+                               double now_unix_s) {
+  execute("INSERT INTO models (workload, target, created, runs, model) VALUES ($1, $2, $3, $4, $5)",
+          {workload, target, number(now_unix_s), number(runs_used), model_json});
+}
+
+std::optional<std::string> PostgresStore::latest_model(const std::string& workload,
+                                                       const std::string& target) const {
+  const Result r = execute(
+      "SELECT model FROM models WHERE workload = $1 AND target = $2 ORDER BY id DESC LIMIT 1",
+      {workload, target});
+  if (PQntuples(r.get()) == 0) return std::nullopt;
+  return text(r.get(), 0, 0);
+}
+
+ModelsSince PostgresStore::models_since(std::int64_t after) const {
+  ModelsSince since{after, {}};
+  const Result r = execute("SELECT workload, MAX(id) FROM models WHERE id > $1 GROUP BY workload",
+                           {number(after)});
+  for (int row = 0; row < PQntuples(r.get()); ++row) {
+    since.workloads.push_back(text(r.get(), row, 0));
+    since.last_model = std::max(since.last_model, integer(r.get(), row, 1));
+  }
+  return since;
+}
+
+// Session-level advisory locks, in memwatch's key space: held across the fit's transactions.
+void PostgresStore::claim_workload(const std::string& workload) {
+  execute("SELECT pg_advisory_lock(" + number(kSchemaLock % 2147483647) + "::int, hashtext($1))",
+          {workload});
+}
+
+void PostgresStore::release_workload(const std::string& workload) {
+  execute("SELECT pg_advisory_unlock(" + number(kSchemaLock % 2147483647) + "::int, hashtext($1))",
+          {workload});
+}
+
+}  // namespace memwatch::daemon

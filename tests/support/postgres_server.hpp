@@ -1,0 +1,94 @@
+// A real PostgreSQL server for tests: initdb and pg_ctl (Debian's postgresql) on a temporary
+// folder and a free port, reached over its own Unix socket folder, stopped with the object
+// whatever happens. Run as root (CI), the server runs as the `postgres` user, as PostgreSQL
+// insists.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+
+namespace memwatch::test {
+
+class PostgresServer {
+ public:
+  PostgresServer() : port_(free_port()) {
+    home_ = dir_.file("pg");
+    mkdir(home_.c_str(), 0700);
+    if (geteuid() == 0) {
+      chmod(dir_.path().c_str(), 0711);  // the server's user passes through the test's folder
+      must(run({"/bin/chown", "postgres:postgres", home_}), "chown");
+    }
+    must(run(as_owner({bin("initdb"), "-D", home_ + "/data", "-U", "memwatch", "--auth=trust", "-E",
+                       "UTF8", "--no-sync"})),
+         "initdb");
+    start();
+  }
+  ~PostgresServer() { stop(); }
+  PostgresServer(const PostgresServer&) = delete;
+  PostgresServer& operator=(const PostgresServer&) = delete;
+
+  void start() {
+    must(run(as_owner({bin("pg_ctl"), "-D", home_ + "/data", "-l", home_ + "/log", "-w", "-o",
+                       "-p " + std::to_string(port_) + " -k " + home_ +
+                           " -c listen_addresses='' -c fsync=off",
+                       "start"})),
+         "pg_ctl start");
+    running_ = true;
+  }
+  // Stops at once, as a crash or a restart would (the next start recovers).
+  void stop() {
+    if (!running_) return;
+    run(as_owner({bin("pg_ctl"), "-D", home_ + "/data", "-m", "immediate", "-w", "stop"}));
+    running_ = false;
+  }
+  // A database of its own for each caller that names one.
+  std::string create_database(const std::string& name) {
+    must(run(as_owner(
+             {bin("createdb"), "-h", home_, "-p", std::to_string(port_), "-U", "memwatch", name})),
+         "createdb " + name);
+    return url(name);
+  }
+  [[nodiscard]] std::string url(const std::string& database) const {
+    return "postgresql://memwatch@/" + database + "?host=" + home_ +
+           "&port=" + std::to_string(port_);
+  }
+
+ private:
+  // A port no one listens on now: its number names the server's socket file.
+  static int free_port() {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof at;
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&at), size) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&at), &size) != 0)
+      throw std::runtime_error("no free port on 127.0.0.1");
+    close(fd);
+    return ntohs(at.sin_port);
+  }
+  static std::string bin(const std::string& tool) { return std::string(PG_BINDIR) + "/" + tool; }
+  std::vector<std::string> as_owner(std::vector<std::string> argv) const {
+    if (geteuid() != 0) return argv;
+    argv.insert(argv.begin(), {"/usr/sbin/runuser", "-u", "postgres", "--"});
+    return argv;
+  }
+  static void must(const Finished& f, const std::string& what) {
+    if (f.exit_code != 0) throw std::runtime_error(what + " failed: " + f.err + f.out);
+  }
+
+  TempDir dir_;
+  int port_;
+  std::string home_;
+  bool running_ = false;
+};
+
+}  // namespace memwatch::test
