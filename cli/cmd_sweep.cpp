@@ -46,10 +46,20 @@ void print_help() {
       "usage: memwatch sweep --grid NAME=V1,V2,... [--grid ...] --out FILE [--repeat N]\n"
       "                      [--resume] [--timeout SECONDS] [--shim PATH] [--workload NAME]\n"
       "                      [--config-template FILE] -- COMMAND [ARGS with {NAME}, {config}]\n"
+      "       memwatch sweep --auto [--toward NAME=V,...] [--budget-runs N] [--budget-minutes M]\n"
+      "                      [--tolerance 2%%] [--measure COLUMN] [--model-out MODEL.json]\n"
+      "                      --grid ... --out FILE [--resume] ... -- COMMAND ...\n"
       "Runs COMMAND for every combination of the grids under the shim and appends one CSV row\n"
       "per run: the parameters%s\n(exit_status: minus the signal for a killed run).\n"
       "--config-template FILE: each run gets a copy of FILE with its {NAME} filled in, and\n"
-      "{config} in the command is that copy's path; other braces in FILE stay as they are.\n",
+      "{config} in the command is that copy's path; other braces in FILE stay as they are.\n"
+      "--auto: memwatch picks each run from the grid itself, cheapest and most informative for\n"
+      "the target (--toward; an axis not named is at its largest value) first, never one whose\n"
+      "bound is above 1/8 of the target's predicted memory, refits after each, and stops when\n"
+      "the upper bound at the target is within --tolerance of the prediction (default 2%%) or\n"
+      "the budget is spent (default 10 runs; the file's rows count). It prints one line: the\n"
+      "prediction and bound at the target, the runs, what stopped it. --measure: the column to\n"
+      "model (host_peak_bytes; device_peak_bytes for a GPU trainer).\n",
       columns.c_str());
 }
 

@@ -1,6 +1,7 @@
 // A program for the sweep to run: `sweep-helper MIB [EXIT|abort|sleep]` allocates and touches MIB
-// MiB, frees them, then exits with EXIT (0), aborts, or sleeps until killed. It exits 3 when the
-// sweep did not give it the environment it promises.
+// MiB, frees them, then exits with EXIT (0), aborts, or sleeps until killed. MIB may be a product,
+// `4x8` (a known law of two parameters for `sweep --auto`). It exits 3 when the sweep did not
+// give it the environment it promises.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +16,13 @@ int main(int argc, char** argv) {
       return 3;
     }
   if (argc < 2) return 4;
-  const auto bytes = std::strtoull(argv[1], nullptr, 10) << 20;
+  unsigned long long mib = 1;
+  for (const char* factor = argv[1]; *factor;) {
+    char* end = nullptr;
+    mib *= std::strtoull(factor, &end, 10);
+    factor = *end == 'x' ? end + 1 : end + std::strlen(end);
+  }
+  const auto bytes = mib << 20;
   if (bytes) {
     auto* p = static_cast<char*>(std::malloc(bytes));
     if (!p) return 5;
