@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 
 #include "memwatch/model/model.hpp"
 #include "memwatch/model/model_json.hpp"
@@ -22,10 +23,8 @@ using Clock = std::chrono::steady_clock;
 
 // Each run may use at most this share of the target's predicted memory.
 constexpr double kCapShare = 1.0 / 8;
-// Runs the fit keeps: those whose peak exceeds the smallest by this share of the largest
-// excess, when at least kFloorRuns do (above_the_floor).
-constexpr double kFloorShare = 0.25;
-constexpr std::size_t kFloorRuns = 4;
+// The fewest runs the law is fitted on before the smaller runs are checked against it (refit).
+constexpr std::size_t kCoreRuns = 5;
 
 // "2%" or "0.02".
 double parse_share(const std::string& text, const std::string& what) {
@@ -69,28 +68,6 @@ struct Fitted {
   std::vector<std::vector<double>> fitted;  // the parameters of the runs it was fitted on
 };
 
-// The runs the fit takes. Runs whose peak is near the smallest are held up by what the trainer
-// allocates whatever its parameters (weights, optimizer state, start-up): at unet3d-train's
-// smallest points the peak is 228 MiB where the activations' law gives 175, another phase's
-// peak that the target, far above, never sees, and fitted with the rest it pulls the slope down
-// (13% under at the target). So the fit takes the runs whose excess over the smallest peak is
-// at least a quarter of the largest excess, when there are enough of them.
-std::vector<const Measured*> above_the_floor(const std::vector<Measured>& runs,
-                                             std::size_t at_least) {
-  std::vector<const Measured*> all;
-  double lowest = INFINITY, highest = 0;
-  for (const auto& r : runs)
-    if (r.peak && *r.peak > 0) {
-      all.push_back(&r);
-      lowest = std::min(lowest, *r.peak);
-      highest = std::max(highest, *r.peak);
-    }
-  std::vector<const Measured*> above;
-  for (const Measured* r : all)
-    if (*r->peak - lowest >= kFloorShare * (highest - lowest)) above.push_back(r);
-  return above.size() >= at_least ? above : all;
-}
-
 std::optional<Fitted> fit_runs(const Planner& planner, const std::vector<const Measured*>& runs,
                                const std::string& measure) {
   model::Dataset d;
@@ -112,22 +89,50 @@ std::optional<Fitted> fit_runs(const Planner& planner, const std::vector<const M
   return f;
 }
 
+// Runs whose peak is near the smallest are held up by what the trainer allocates whatever its
+// parameters (weights, optimizer state, start-up): at unet3d-train's smallest points the peak is
+// 228 MiB where the activations' law gives 175, another phase's peak that the target, far above,
+// never sees; fitted with the rest they pull the slope down (13% under at the target). So the
+// law is fitted on the larger half of the runs, and a smaller run joins the fit only where its
+// peak is within the tolerance of that law.
 std::optional<Fitted> refit(const Planner& planner, const std::vector<Measured>& runs,
-                            const std::string& measure) {
+                            const std::string& measure, double tolerance) {
   if (!planner.covered(runs)) return std::nullopt;
-  const auto above = above_the_floor(runs, kFloorRuns);
-  if (auto f = fit_runs(planner, above, measure)) return f;
-  return fit_runs(planner, above_the_floor(runs, runs.size() + 1), measure);
+  std::vector<const Measured*> measured;
+  for (const auto& r : runs)
+    if (r.peak && *r.peak > 0) measured.push_back(&r);
+  std::sort(measured.begin(), measured.end(),
+            [](const Measured* a, const Measured* b) { return *a->peak > *b->peak; });
+  const std::size_t larger = std::max(kCoreRuns, (measured.size() + 1) / 2);
+  if (measured.size() <= larger) return fit_runs(planner, measured, measure);
+  const std::vector<const Measured*> core(measured.begin(),
+                                          measured.begin() + static_cast<std::ptrdiff_t>(larger));
+  const auto law = fit_runs(planner, core, measure);
+  if (!law) return fit_runs(planner, measured, measure);
+  std::vector<const Measured*> agreeing = core;
+  for (std::size_t i = larger; i < measured.size(); ++i) {
+    const double expected = law->model.predict(planner.model_point(measured[i]->values)).value;
+    if (std::abs(*measured[i]->peak / expected - 1) <= tolerance / 2)
+      agreeing.push_back(measured[i]);
+  }
+  if (agreeing.size() == core.size()) return law;
+  return fit_runs(planner, agreeing, measure);
 }
 
 double relative_headroom(const Fitted& f) {
   return (f.at_target.upper - f.at_target.value) / f.at_target.value;
 }
 
-// The bound is only trusted to end the sweep with runs to spare over the coefficients: on as
-// many runs as coefficients every leave-one-out fit is exact and the bound says nothing.
-bool enough_runs(const Fitted& f) {
-  return f.runs_in_part >= std::max<std::size_t>(kFloorRuns, f.coefficients + 2);
+// The bound is only trusted to end the sweep with runs to spare over the coefficients (on as
+// many runs as coefficients every leave-one-out fit is exact and the bound says nothing), and
+// when the last run moved the prediction by less than the tolerance: a bound from five runs is
+// their largest leave-one-out value, and a law fitted on the smallest runs can agree with itself
+// there and still change its mind at the next, larger run.
+bool settled(const Fitted& now, const std::optional<Fitted>& before, double tolerance) {
+  if (!before || now.runs_in_part < std::max<std::size_t>(kCoreRuns, now.coefficients + 3))
+    return false;
+  return std::abs(now.at_target.value / before->at_target.value - 1) <= tolerance &&
+         relative_headroom(now) <= tolerance;
 }
 
 // Seconds a run of `expected` bytes should take: the runs' median time per byte.
@@ -228,11 +233,11 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
   auto spent_s = [&] {
     return resumed_seconds + std::chrono::duration<double>(Clock::now() - start).count();
   };
-  std::optional<Fitted> fitted = refit(planner, runs, a.measure);
+  std::optional<Fitted> fitted = refit(planner, runs, a.measure, a.tolerance), previous;
   std::string stopped;
   int status = 0;
   for (std::size_t i = 0;; ++i) {
-    if (fitted && enough_runs(*fitted) && relative_headroom(*fitted) <= a.tolerance) {
+    if (fitted && settled(*fitted, previous, a.tolerance)) {
       char why[96];
       std::snprintf(why, sizeof why, "the bound is within %.3g%% of the prediction",
                     a.tolerance * 100);
@@ -283,7 +288,7 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
     std::fflush(csv);
     const std::optional<double> peak = figure_of(r, a.measure);
     runs.push_back({values, r.exit_status == 0 ? peak : std::nullopt, r.elapsed_s});
-    fitted = refit(planner, runs, a.measure);
+    previous = std::exchange(fitted, refit(planner, runs, a.measure, a.tolerance));
     std::fprintf(stderr, "[auto %zu] %s: %s %d, %s %s, %.1f s | %s | elapsed %s\n", runs.size(),
                  point.c_str(), r.exit_status < 0 ? "signal" : "exit", std::abs(r.exit_status),
                  a.measure.c_str(), gib_text(peak).c_str(), r.elapsed_s,
