@@ -9,6 +9,10 @@ the runs used, the largest run's share of the target's measured peak, the predic
 the bound's headroom over the prediction, the wall time, and what stopped the sweep.
 
     bench/model-accuracy/auto-sweep.py [--data unet3d-cpu] [--only levels=5,filters=16]
+
+--replay runs build/bin/sweep-helper instead of the trainer, allocating the peak the reference
+data holds for each point (to the MiB): the planner's choices in seconds, without the trainer's
+CPU time, for tuning; the figures to quote are the real runs'.
 """
 import argparse
 import csv
@@ -54,6 +58,26 @@ def number_order(values):
     return sorted(set(values), key=float)
 
 
+def replay_command(data_path, params, helper, tmp):
+    """A command that allocates the reference peak of its point: sweep-helper MIB, the MiB found
+    by awk in the reference CSV (awk exits before the helper starts, so its memory is not in the
+    job's peak). The point's values come as arguments, in the order of `params`."""
+    with open(data_path) as f:
+        header = f.readline().strip().split(",")
+    column = {name: i + 1 for i, name in enumerate(header)}
+    match = "&&".join(f"${column[p]}==v{i}" for i, p in enumerate(params))
+    values = " ".join(f'-v v{i}="${i + 1}"' for i in range(len(params)))
+    script = os.path.join(tmp, "replay.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\n"
+                f"mib=$(awk -F, {values} '{match}&&${column['exit_status']}==0"
+                f"{{print int(${column['host_peak_bytes']}/1048576+0.5); exit}}' {data_path})\n"
+                '[ -n "$mib" ] || exit 2\n'
+                f'exec {helper} "$mib"\n')
+    os.chmod(script, 0o755)
+    return [script, *(f"{{{p}}}" for p in params)]
+
+
 def auto_sweep(memwatch, spec, fixed, grid, target, budget, tolerance, tmp):
     out, model = os.path.join(tmp, "auto.csv"), os.path.join(tmp, "model.json")
     argv = [memwatch, "sweep", "--auto", "--out", out, "--model-out", model,
@@ -87,15 +111,23 @@ def main():
     ap.add_argument("--only", default="", help="fixed parameters of one target: levels=5,filters=16")
     ap.add_argument("--budget-runs", type=int, default=10)
     ap.add_argument("--tolerance", default="2%")
+    ap.add_argument("--replay", action="store_true",
+                    help="allocate the reference peaks with sweep-helper instead of training")
+    ap.add_argument("--helper", default=os.path.join(ROOT, "build/bin/sweep-helper"))
     args = ap.parse_args()
 
-    spec = DATASETS[args.data]
-    params, rows = read_rows(os.path.join(ROOT, "bench", "data", args.data + ".csv"))
+    spec = dict(DATASETS[args.data])
+    data_path = os.path.join(ROOT, "bench", "data", args.data + ".csv")
+    params, rows = read_rows(data_path)
+    replay_dir = tempfile.TemporaryDirectory(prefix="memwatch-replay-")
+    if args.replay:
+        spec["command"] = replay_command(data_path, params, args.helper, replay_dir.name)
     fixed_names = [p for p in params if p not in spec["vary"]]
     only = dict(item.split("=") for item in args.only.split(",") if item)
     combos = sorted({tuple(r[p] for p in fixed_names) for r in rows},
                     key=lambda c: [-float(v) for v in c])
-    print(f"memwatch sweep --auto on {args.data} toward each group's largest point "
+    print(f"memwatch sweep --auto on {args.data}{' (replayed)' if args.replay else ''} toward each "
+          "group's largest point "
           f"(budget {args.budget_runs} runs, tolerance {args.tolerance})")
     print(f"{'target':<44} {'truth':>9} {'predicted':>9} {'error':>7} {'bound':>6} "
           f"{'runs':>4} {'largest':>7} {'time':>6}  stopped")
