@@ -11,16 +11,12 @@
 // is sweep_grid.*, a run's process sweep_run.*, the file sweep_csv.*. With --auto the sweep picks
 // its own points toward a target instead of running the whole grid (sweep_auto.*).
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <optional>
-#include <sstream>
+#include <map>
+#include <span>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "args.hpp"
