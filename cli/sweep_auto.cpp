@@ -25,6 +25,8 @@ using Clock = std::chrono::steady_clock;
 constexpr double kCapShare = 1.0 / 8;
 // The fewest runs the law is fitted on before the smaller runs are checked against it (refit).
 constexpr std::size_t kCoreRuns = 5;
+// The fitted peaks must span this many tolerances before the bound may end the sweep (grows).
+constexpr double kGrowthTolerances = 5;
 
 // "2%" or "0.02".
 double parse_share(const std::string& text, const std::string& what) {
@@ -66,6 +68,7 @@ struct Fitted {
   std::size_t runs_in_part = 0;  // runs the target's part was fitted on
   std::size_t coefficients = 0;
   std::vector<std::vector<double>> fitted;  // the parameters of the runs it was fitted on
+  double growth = 0;  // the largest fitted peak over the smallest, less one
 };
 
 std::optional<Fitted> fit_runs(const Planner& planner, const std::vector<const Measured*>& runs,
@@ -85,7 +88,13 @@ std::optional<Fitted> fit_runs(const Planner& planner, const std::vector<const M
   f.at_target = f.model.predict(target);
   f.runs_in_part = part.runs;
   f.coefficients = part.function.features.size() + 1;
-  for (const auto& row : d.rows) f.fitted.push_back(row.x);
+  double lowest = INFINITY, highest = 0;
+  for (const auto& row : d.rows) {
+    f.fitted.push_back(row.x);
+    lowest = std::min(lowest, row.y);
+    highest = std::max(highest, row.y);
+  }
+  f.growth = highest / lowest - 1;
   return f;
 }
 
@@ -124,6 +133,12 @@ double relative_headroom(const Fitted& f) {
   return (f.at_target.upper - f.at_target.value) / f.at_target.value;
 }
 
+// Runs whose peaks hardly differ show a floor (what the trainer holds whatever its parameters),
+// not the law: a model of them is flat and its bound tight, and says nothing of the target.
+bool grows(const Fitted& f, double tolerance) {
+  return f.growth > kGrowthTolerances * tolerance;
+}
+
 // The bound is only trusted to end the sweep with runs to spare over the coefficients (on as
 // many runs as coefficients every leave-one-out fit is exact and the bound says nothing), and
 // when the last run moved the prediction by less than the tolerance: a bound from five runs is
@@ -132,6 +147,7 @@ double relative_headroom(const Fitted& f) {
 bool settled(const Fitted& now, const std::optional<Fitted>& before, double tolerance) {
   if (!before || now.runs_in_part < std::max<std::size_t>(kCoreRuns, now.coefficients + 3))
     return false;
+  if (!grows(now, tolerance)) return false;
   return std::abs(now.at_target.value / before->at_target.value - 1) <= tolerance &&
          relative_headroom(now) <= tolerance;
 }
@@ -310,6 +326,8 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
   }
   std::fprintf(stderr, "%s", fitted->model.describe().c_str());
   if (a.model_out) std::ofstream(*a.model_out) << model::to_json(fitted->model) << "\n";
+  if (!grows(*fitted, a.tolerance))
+    stopped += "; the runs' peaks hardly differ: the prediction is their floor, not a law";
   std::printf(
       "memwatch sweep --auto: at %s predicted %s, upper bound %s (+%.2f%%), from %zu runs (the "
       "largest %s, %.1f%% of the prediction); stopped: %s\n",

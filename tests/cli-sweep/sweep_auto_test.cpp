@@ -54,13 +54,16 @@ std::vector<Row> read_csv(const std::string& path) {
 const std::vector<std::string> kGrid{"--grid", "batch=1,2,4,8,16,32,64", "--grid",
                                      "dim=1,2,3,4,6,8"};
 
-// sweep --auto toward batch=64 dim=8 (512 MiB of law) over the helper, with `extra` options.
-Finished auto_sweep(const std::string& out, std::vector<std::string> extra) {
+// sweep --auto toward batch=64 dim=8 (512 MiB of law) over the helper, with `extra` options;
+// `law` is the helper's argument.
+Finished auto_sweep(const std::string& out, std::vector<std::string> extra,
+                    const std::string& law = "{batch}x{dim}") {
   std::vector<std::string> argv{MEMWATCH_BIN, "sweep", "--auto",   "--shim",        SHIM_PATH,
                                 "--out",      out,     "--toward", "batch=64,dim=8"};
   argv.insert(argv.end(), kGrid.begin(), kGrid.end());
   argv.insert(argv.end(), extra.begin(), extra.end());
-  for (const std::string word : {"--", SWEEP_HELPER, "{batch}x{dim}"}) argv.push_back(word);
+  for (const std::string& word : {std::string("--"), std::string(SWEEP_HELPER), law})
+    argv.push_back(word);
   return run(argv);
 }
 
@@ -143,6 +146,15 @@ TEST(SweepAuto, StopsWhenTheRunBudgetIsSpentAndResumeGoesOn) {
     for (std::size_t j = i + 1; j < rows.size(); ++j)
       EXPECT_FALSE(rows[i].at("batch") == rows[j].at("batch") &&
                    rows[i].at("dim") == rows[j].at("dim"));
+}
+TEST(SweepAuto, AFloorUnderEveryRunIsNoLawAndNeverEndsTheSweepAsOne) {
+  TempDir dir;
+  const auto out = dir.file("auto.csv");
+  // 100 MiB at start-up, above every point the sweep may run: the peaks are all the floor.
+  const Finished o = auto_sweep(out, {"--budget-runs", "8"}, "100+{batch}x{dim}");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out.find("the bound is within"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("the runs' peaks hardly differ"), std::string::npos) << o.out;
 }
 #endif
 
