@@ -24,7 +24,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MEASUREMENTS = {"host_peak_bytes", "heap_peak_bytes", "mmap_peak_bytes", "device_peak_bytes",
-                "rss_hwm_bytes", "processes", "elapsed_s", "exit_status"}
+                "pinned_peak_bytes", "managed_peak_bytes", "rss_hwm_bytes", "processes", "elapsed_s",
+                "exit_status"}
 
 
 def read_runs(path, target):
