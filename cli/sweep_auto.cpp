@@ -68,7 +68,7 @@ struct Fitted {
   std::size_t runs_in_part = 0;  // runs the target's part was fitted on
   std::size_t coefficients = 0;
   std::vector<std::vector<double>> fitted;  // the parameters of the runs it was fitted on
-  double growth = 0;  // the largest fitted peak over the smallest, less one
+  double growth = 0;                        // the largest fitted peak over the smallest, less one
 };
 
 std::optional<Fitted> fit_runs(const Planner& planner, const std::vector<const Measured*>& runs,
