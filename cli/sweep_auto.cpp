@@ -320,8 +320,8 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
   for (const auto& r : runs)
     if (r.peak) largest = std::max(largest, *r.peak);
   if (!fitted) {
-    std::printf("memwatch sweep --auto: no model of %s from %zu runs; stopped: %s\n",
-                a.measure.c_str(), runs.size(), stopped.c_str());
+    std::printf("memwatch sweep --auto: no model of %s from %zu run%s; stopped: %s\n",
+                a.measure.c_str(), runs.size(), runs.size() == 1 ? "" : "s", stopped.c_str());
     return status ? status : 1;
   }
   std::fprintf(stderr, "%s", fitted->model.describe().c_str());

@@ -147,6 +147,18 @@ TEST(SweepAuto, StopsWhenTheRunBudgetIsSpentAndResumeGoesOn) {
       EXPECT_FALSE(rows[i].at("batch") == rows[j].at("batch") &&
                    rows[i].at("dim") == rows[j].at("dim"));
 }
+TEST(SweepAuto, StopsWhenTheMinutesAreSpent) {
+  TempDir dir;
+  const auto out = dir.file("auto.csv");
+  // 6 ms: the first run (a fork, an exec and the shim's start) already takes longer.
+  const Finished o = auto_sweep(out, {"--budget-minutes", "0.0001"});
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_EQ(read_csv(out).size(), 1u);
+  EXPECT_NE(o.out.find("from 1 run; stopped: the budget of 0.0001 minutes is spent"),
+            std::string::npos)
+      << o.out;
+}
+
 TEST(SweepAuto, AFloorUnderEveryRunIsNoLawAndNeverEndsTheSweepAsOne) {
   TempDir dir;
   const auto out = dir.file("auto.csv");
