@@ -251,6 +251,11 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
     return resumed_seconds + std::chrono::duration<double>(Clock::now() - start).count();
   };
   std::optional<Fitted> fitted = refit(planner, runs, a.measure, a.tolerance), previous;
+  if (fitted && !runs.empty()) {
+    // A resumed sweep judges its last row as it would have right after running it.
+    const std::vector<Measured> before(runs.begin(), runs.end() - 1);
+    previous = refit(planner, before, a.measure, a.tolerance);
+  }
   std::string stopped;
   int status = 0;
   for (std::size_t i = 0;; ++i) {

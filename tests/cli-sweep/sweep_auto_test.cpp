@@ -141,6 +141,11 @@ TEST(SweepAuto, StopsWhenTheRunBudgetIsSpentAndResumeGoesOn) {
   for (std::size_t i = 0; i < first.size(); ++i) EXPECT_EQ(rows[i], first[i]);
   EXPECT_NE(o.out.find("from " + std::to_string(rows.size()) + " runs"), std::string::npos)
       << o.out;
+  // A finished sweep resumed has nothing more to run: its rows already settle the target.
+  const Finished again = auto_sweep(out, {"--budget-runs", "10", "--resume"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(read_csv(out).size(), rows.size());
+  EXPECT_NE(again.out.find("stopped: the bound is within 2%"), std::string::npos) << again.out;
   // No point runs twice.
   for (std::size_t i = 0; i < rows.size(); ++i)
     for (std::size_t j = i + 1; j < rows.size(); ++j)
