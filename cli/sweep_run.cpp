@@ -86,7 +86,31 @@ std::string tail_of(const fs::path& log, std::size_t lines) {
   _exit(127);
 }
 
+extern "C" void on_interrupt(int sig) {
+  g_sweep_interrupt.store(sig);
+}
+
 }  // namespace
+
+InterruptCatcher::InterruptCatcher() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int_);
+  sigaction(SIGTERM, &sa, &old_term_);
+}
+
+InterruptCatcher::~InterruptCatcher() {
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
+}
+
+std::optional<double> figure_of(const RunResult& r, std::string_view column) {
+  for (const protocol::Figure& f : protocol::kFigures)
+    if (f.name == column && r.figures[protocol::figure_index(f)])
+      return static_cast<double>(*r.figures[protocol::figure_index(f)]);
+  return std::nullopt;
+}
 
 RunResult run_one(const RunSpec& spec) {
   RunResult result;

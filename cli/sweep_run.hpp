@@ -3,12 +3,15 @@
 // says once it ends.
 #pragma once
 
+#include <signal.h>
+
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memwatch/protocol/figures.hpp"
@@ -34,6 +37,23 @@ struct RunResult {
 
 // Set from the sweep's signal handler; a running command is sent the same signal.
 extern std::atomic<int> g_sweep_interrupt;
+
+// While it lives, SIGINT and SIGTERM set g_sweep_interrupt instead of ending the sweep, so the
+// running command gets the signal and the sweep writes only whole rows.
+class InterruptCatcher {
+ public:
+  InterruptCatcher();
+  ~InterruptCatcher();
+  InterruptCatcher(const InterruptCatcher&) = delete;
+  InterruptCatcher& operator=(const InterruptCatcher&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// A run figure by its CSV column ("host_peak_bytes"); none when the run has no such figure.
+std::optional<double> figure_of(const RunResult& r, std::string_view column);
 
 // Throws when the command cannot be started at all (every point would fail the same way).
 RunResult run_one(const RunSpec& spec);

@@ -5,12 +5,13 @@ random forest, extra trees (1000 trees each) and an MLP on MinMax-scaled inputs.
 hold-out MAPE, upper-bound coverage and median headroom (the bound's excess over the measured
 peak, relative to it; memwatch only: the peers give no bound) and fit time.
 
-Data: bench/data/unet3d-cpu.csv when it exists (the sweep of the 3D U-net trainer), otherwise a
-synthetic sweep from synth.py (a U-net-shaped ground truth with 0.2% noise). --data picks a file
-(--data synthetic: the synthetic sweep).
+Data: every CSV in bench/data (the sweeps of the 3D U-net trainers, C++ and Python), one table
+each; a synthetic sweep from synth.py (a U-net-shaped ground truth with 0.2% noise) when there is
+none. --data picks a file (--data synthetic: the synthetic sweep).
 """
 import argparse
 import csv
+import glob
 import json
 import os
 import subprocess
@@ -23,7 +24,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MEASUREMENTS = {"host_peak_bytes", "heap_peak_bytes", "mmap_peak_bytes", "device_peak_bytes",
-                "rss_hwm_bytes", "processes", "elapsed_s", "exit_status"}
+                "pinned_peak_bytes", "managed_peak_bytes", "rss_hwm_bytes", "processes", "elapsed_s",
+                "exit_status"}
 
 
 def read_runs(path, target):
@@ -127,6 +129,16 @@ def main():
                     help="after the table, memwatch's random-split error, bound coverage and median "
                     "headroom for each value of COLUMN (where the error comes from); repeatable")
     args = ap.parse_args()
+
+    if not args.data:
+        datasets = sorted(glob.glob(os.path.join(ROOT, "bench", "data", "*.csv")))
+        if len(datasets) > 1:
+            for i, path in enumerate(datasets):
+                if i:
+                    print(flush=True)
+                subprocess.run([sys.executable, os.path.abspath(__file__), *sys.argv[1:], "--data", path],
+                               check=True)
+            return
 
     with tempfile.TemporaryDirectory() as tmp:
         data = args.data or os.path.join(ROOT, "bench", "data", "unet3d-cpu.csv")

@@ -1,0 +1,202 @@
+// memwatch sweep --auto over sweep-helper, whose peak is a known law: batch x dim MiB on top of
+// what the process holds anyway. Measured through the real shim: the sweep stays within its
+// budget, runs nothing above 1/8 of the target's memory, and its prediction at the target is
+// within the tolerance of the target's peak measured by running it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using memwatch::test::Finished;
+using memwatch::test::lines_of;
+using memwatch::test::read_file;
+using memwatch::test::run;
+using memwatch::test::TempDir;
+
+using Row = std::map<std::string, std::string>;
+
+std::vector<std::string> cells_of(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  for (char c : line) {
+    if (c == ',')
+      cells.push_back(cell), cell.clear();
+    else
+      cell += c;
+  }
+  cells.push_back(cell);
+  return cells;
+}
+
+std::vector<Row> read_csv(const std::string& path) {
+  std::vector<Row> rows;
+  if (!fs::exists(path)) return rows;
+  const auto lines = lines_of(read_file(path));
+  if (lines.empty()) return rows;
+  const auto header = cells_of(lines[0]);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const auto cells = cells_of(lines[i]);
+    Row row;
+    for (std::size_t c = 0; c < header.size() && c < cells.size(); ++c) row[header[c]] = cells[c];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+#ifdef SHIM_PATH
+const std::vector<std::string> kGrid{"--grid", "batch=1,2,4,8,16,32,64", "--grid",
+                                     "dim=1,2,3,4,6,8"};
+
+// sweep --auto toward batch=64 dim=8 (512 MiB of law) over the helper, with `extra` options;
+// `law` is the helper's argument.
+Finished auto_sweep(const std::string& out, std::vector<std::string> extra,
+                    const std::string& law = "{batch}x{dim}") {
+  std::vector<std::string> argv{MEMWATCH_BIN, "sweep", "--auto",   "--shim",        SHIM_PATH,
+                                "--out",      out,     "--toward", "batch=64,dim=8"};
+  argv.insert(argv.end(), kGrid.begin(), kGrid.end());
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  for (const std::string& word : {std::string("--"), std::string(SWEEP_HELPER), law})
+    argv.push_back(word);
+  return run(argv);
+}
+
+// The target's peak, measured: one run of the helper at batch 64, dim 8 under the shim.
+double measured_target_peak(const TempDir& dir) {
+  const auto out = dir.file("target.csv");
+  const Finished o = run({MEMWATCH_BIN, "sweep", "--shim", SHIM_PATH, "--out", out, "--grid",
+                          "batch=64", "--grid", "dim=8", "--", SWEEP_HELPER, "{batch}x{dim}"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  const auto rows = read_csv(out);
+  return rows.empty() ? 0 : std::stod(rows[0].at("host_peak_bytes"));
+}
+
+double predicted_at_target(const std::string& model) {
+  const Finished o =
+      run({MEMWATCH_BIN, "predict", "--model", model, "batch=64", "dim=8", "--json"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  const auto at = o.out.find("\"prediction\":");
+  return at == std::string::npos ? 0 : std::stod(o.out.substr(at + 13));
+}
+
+TEST(SweepAuto, PredictsTheTargetWithinToleranceFromSmallRunsWithinItsBudget) {
+  TempDir dir;
+  const auto out = dir.file("auto.csv"), model = dir.file("model.json");
+  const Finished o = auto_sweep(out, {"--budget-runs", "10", "--model-out", model});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const double truth = measured_target_peak(dir);
+  ASSERT_GT(truth, 512.0 * 1024 * 1024);
+
+  const auto rows = read_csv(out);
+  EXPECT_GE(rows.size(), 4u) << o.err;
+  EXPECT_LE(rows.size(), 10u) << o.err;
+  for (const Row& row : rows) {
+    EXPECT_EQ(row.at("exit_status"), "0");
+    EXPECT_LE(std::stod(row.at("host_peak_bytes")), truth / 8)
+        << "batch " << row.at("batch") << " dim " << row.at("dim");
+    // Batch 1 is a regime of its own on CPU trainers: the target's batch is 64.
+    EXPECT_NE(row.at("batch"), "1");
+  }
+  const double predicted = predicted_at_target(model);
+  EXPECT_NEAR(predicted / truth, 1, 0.02) << o.err;
+  // One line on stdout says where it ended and why.
+  ASSERT_EQ(lines_of(o.out).size(), 1u) << o.out;
+  EXPECT_NE(o.out.find("at batch=64 dim=8 predicted"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("from " + std::to_string(rows.size()) + " runs"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("stopped: the bound is within 2% of the prediction"), std::string::npos)
+      << o.out;
+  // Progress: a line per run before and after it.
+  EXPECT_NE(o.err.find("[auto " + std::to_string(rows.size()) + "] "), std::string::npos) << o.err;
+}
+
+TEST(SweepAuto, StopsWhenTheRunBudgetIsSpentAndResumeGoesOn) {
+  TempDir dir;
+  const auto out = dir.file("auto.csv");
+  // Four runs cannot give both parameters their three values: no model, and it says so.
+  Finished o = auto_sweep(out, {"--budget-runs", "4"});
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  const auto first = read_csv(out);
+  EXPECT_EQ(first.size(), 4u);
+  EXPECT_NE(o.out.find("no model of host_peak_bytes from 4 runs; stopped: the budget of 4 runs is "
+                       "spent"),
+            std::string::npos)
+      << o.out;
+
+  // Without --resume the file is refused; with it the sweep counts the rows it finds.
+  o = auto_sweep(out, {"--budget-runs", "10"});
+  EXPECT_EQ(o.exit_code, 2) << o.err;
+  o = auto_sweep(out, {"--budget-runs", "10", "--resume"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("4 runs already in"), std::string::npos) << o.err;
+  const auto rows = read_csv(out);
+  ASSERT_GT(rows.size(), 4u);
+  ASSERT_LE(rows.size(), 10u);
+  for (std::size_t i = 0; i < first.size(); ++i) EXPECT_EQ(rows[i], first[i]);
+  EXPECT_NE(o.out.find("from " + std::to_string(rows.size()) + " runs"), std::string::npos)
+      << o.out;
+  // A finished sweep resumed has nothing more to run: its rows already settle the target.
+  const Finished again = auto_sweep(out, {"--budget-runs", "10", "--resume"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(read_csv(out).size(), rows.size());
+  EXPECT_NE(again.out.find("stopped: the bound is within 2%"), std::string::npos) << again.out;
+  // No point runs twice.
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t j = i + 1; j < rows.size(); ++j)
+      EXPECT_FALSE(rows[i].at("batch") == rows[j].at("batch") &&
+                   rows[i].at("dim") == rows[j].at("dim"));
+}
+TEST(SweepAuto, StopsWhenTheMinutesAreSpent) {
+  TempDir dir;
+  const auto out = dir.file("auto.csv");
+  // 6 ms: the first run (a fork, an exec and the shim's start) already takes longer.
+  const Finished o = auto_sweep(out, {"--budget-minutes", "0.0001"});
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_EQ(read_csv(out).size(), 1u);
+  EXPECT_NE(o.out.find("from 1 run; stopped: the budget of 0.0001 minutes is spent"),
+            std::string::npos)
+      << o.out;
+}
+
+TEST(SweepAuto, AFloorUnderEveryRunIsNoLawAndNeverEndsTheSweepAsOne) {
+  TempDir dir;
+  const auto out = dir.file("auto.csv");
+  // 100 MiB at start-up, above every point the sweep may run: the peaks are all the floor.
+  const Finished o = auto_sweep(out, {"--budget-runs", "8"}, "100+{batch}x{dim}");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out.find("the bound is within"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("the runs' peaks hardly differ"), std::string::npos) << o.out;
+}
+#endif
+
+TEST(SweepAuto, UsageErrorsExitTwoBeforeRunningAnything) {
+  TempDir dir;
+  const auto out = dir.file("u.csv");
+  const std::vector<std::vector<std::string>> bad{
+      {"--auto", "--toward", "width=4"},                     // no such axis
+      {"--auto", "--toward", "mib"},                         // no value
+      {"--auto", "--grid", "code=0", "--toward", "code=1"},  // code is fixed at 0
+      {"--auto", "--budget-runs", "0"},
+      {"--auto", "--tolerance", "-1%"},
+      {"--auto", "--measure", "elapsed_s"},  // not memory
+      {"--auto", "--repeat", "2"},
+      {"--toward", "mib=4"},  // without --auto
+  };
+  for (const auto& args : bad) {
+    std::vector<std::string> argv{MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD,
+                                  "--out",      out,     "--grid", "mib=1,2,4"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    for (const std::string word : {"--", SWEEP_HELPER, "{mib}"}) argv.push_back(word);
+    const Finished o = run(argv);
+    EXPECT_EQ(o.exit_code, 2) << args[1] << "\n" << o.err;
+    EXPECT_FALSE(fs::exists(out)) << args[1];
+  }
+}
+
+}  // namespace
