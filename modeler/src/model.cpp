@@ -80,9 +80,14 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
     if (!same_features(ranked.front().function, term_best)) part.search += "+gp";
   }
   if (overruled) part.search += " (priors overruled)";
+  // The search ranked the features by least squares; the final fit is by `options.loss` (a run
+  // far off the law then pulls the coefficients by its sign, not its size), and falls back to
+  // least squares where that gives a term a negative coefficient.
   auto final_fit = fit_hypothesis(d, ranked.front().function.features, options.terms.nonnegative,
-                                  /*with_loo_shifts=*/true);
-  // The search fitted the same features already; the refit only adds the shifts.
+                                  /*with_loo_shifts=*/true, options.loss);
+  if (!final_fit && options.loss != Loss::squared)
+    final_fit = fit_hypothesis(d, ranked.front().function.features, options.terms.nonnegative,
+                               /*with_loo_shifts=*/true);
   const Hypothesis& best = final_fit ? *final_fit : ranked.front();
   part.function = best.function;
   part.loo_mape = best.loo_mape();

@@ -101,8 +101,9 @@ struct Screener {
 
 }  // namespace
 
-Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative) {
-  const auto h = fit_hypothesis(d, f.features, nonnegative);
+Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative, Loss loss) {
+  auto h = fit_hypothesis(d, f.features, nonnegative, /*with_loo_shifts=*/false, loss);
+  if (!h && loss != Loss::squared) h = fit_hypothesis(d, f.features, nonnegative);
   if (!h) return Eigen::VectorXd::Constant(static_cast<Eigen::Index>(d.rows.size()), INFINITY);
   return h->fit.loo_residuals.cwiseAbs();
 }
@@ -161,7 +162,8 @@ std::optional<Cut> batch_one_cut(const Dataset& d, const Priors& priors) {
 std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options, std::size_t depth) {
   SubModel whole = fit_group(d, options);
   if (depth == 0 || whole.loo_mape <= options.split_above) return {std::move(whole)};
-  const Eigen::VectorXd whole_errors = loo_errors(d, whole.function, options.terms.nonnegative);
+  const Eigen::VectorXd whole_errors =
+      loo_errors(d, whole.function, options.terms.nonnegative, options.loss);
   const double target = options.split_gain * whole.loo_mape;
   Screener screener{options, shaped_terms(d.params, options), options.min_regime_runs};
   // Screening only ranks the cuts (the best is fitted properly): a pool of 12 terms has 793
