@@ -92,9 +92,9 @@ struct Model {
 // The fitted parts without the packaging: one group's model (used by fit, and by the bench).
 [[nodiscard]] SubModel fit_group(const Dataset& d, const FitOptions& options);
 
-// The term search's options with the priors' exponent sets for these parameters.
-[[nodiscard]] TermSearchOptions shaped_terms(const std::vector<std::string>& params,
-                                             const FitOptions& options);
+// The term search's options with the priors' exponent sets for these runs' parameters, their
+// signs (signed on enough runs) and the fit's loss.
+[[nodiscard]] TermSearchOptions shaped_terms(const Dataset& d, const FitOptions& options);
 
 // One group's model cut into regimes where that fits clearly better (regimes.cpp); a single
 // part with an empty domain otherwise.
