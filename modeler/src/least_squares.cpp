@@ -44,7 +44,7 @@ std::optional<LinearFit> fit_relative(const Eigen::MatrixXd& design, const Eigen
     if (pass + 1 == passes) break;
     const Eigen::VectorXd next =
         huber_weights(Eigen::VectorXd::Ones(n) - scaled * beta_scaled).cwiseSqrt();
-    if ((next - root_w).cwiseAbs().maxCoeff() < 1e-9) break;
+    if ((next - root_w).cwiseAbs().maxCoeff() < 1e-6) break;
     root_w = next;
   }
   const Eigen::MatrixXd q = qr.householderQ() * Eigen::MatrixXd::Identity(n, m);
