@@ -271,7 +271,8 @@ std::vector<Hypothesis> search_gp(const Dataset& d, const Hypothesis& base,
     for (std::size_t k = 0; k < features.size(); ++k)
       if (k != drop) f.push_back(features[k]);
     f.emplace_back(best);
-    if (auto h = fit_hypothesis(d, std::move(f), options.nonnegative, false, options.loss))
+    if (auto h = fit_hypothesis(d, std::move(f), options.nonnegative, /*with_loo_shifts=*/false,
+                                options.loss))
       out.push_back(std::move(*h));
   }
   std::sort(out.begin(), out.end(),

@@ -54,7 +54,8 @@ Hypothesis drop_negligible(const Dataset& d, Hypothesis h, bool nonnegative, dou
       if (!negligible) continue;
       auto rest = h.function.features;
       rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(k));
-      if (auto refit = fit_hypothesis(d, std::move(rest), nonnegative, false, loss)) {
+      if (auto refit =
+              fit_hypothesis(d, std::move(rest), nonnegative, /*with_loo_shifts=*/false, loss)) {
         h = std::move(*refit);
         dropped = true;
       }

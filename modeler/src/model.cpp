@@ -92,9 +92,8 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
     if (!same_features(ranked.front().function, term_best)) part.search += "+gp";
   }
   if (overruled) part.search += " (priors overruled)";
-  // The search ranked the features by least squares; the final fit is by `options.loss` (a run
-  // far off the law then pulls the coefficients by its sign, not its size), and falls back to
-  // least squares where that gives a term a negative coefficient.
+  // The search fitted these features by the same loss; the refit adds the coefficient shifts
+  // the bound needs, and falls back to least squares where Huber's loss finds no fit.
   auto final_fit = fit_hypothesis(d, ranked.front().function.features, terms.nonnegative,
                                   /*with_loo_shifts=*/true, options.loss);
   if (!final_fit && options.loss != Loss::squared)

@@ -306,10 +306,12 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
   for (std::size_t i = 0; i < refit; ++i) {
     std::vector<Feature> features;
     for (auto t : scored[i].terms) features.emplace_back(dict.terms[t]);
-    if (auto h = fit_hypothesis(d, std::move(features), o.nonnegative, false, o.loss))
+    if (auto h = fit_hypothesis(d, std::move(features), o.nonnegative, /*with_loo_shifts=*/false,
+                                o.loss))
       ranked.push_back(std::move(*h));
   }
-  if (auto h = fit_hypothesis(d, {}, o.nonnegative, false, o.loss)) ranked.push_back(std::move(*h));
+  if (auto h = fit_hypothesis(d, {}, o.nonnegative, /*with_loo_shifts=*/false, o.loss))
+    ranked.push_back(std::move(*h));
   std::sort(ranked.begin(), ranked.end(),
             [](const Hypothesis& a, const Hypothesis& b) { return a.loo_mape() < b.loo_mape(); });
   prefer_simple(ranked, o);
