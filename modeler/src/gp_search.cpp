@@ -271,7 +271,9 @@ std::vector<Hypothesis> search_gp(const Dataset& d, const Hypothesis& base,
     for (std::size_t k = 0; k < features.size(); ++k)
       if (k != drop) f.push_back(features[k]);
     f.emplace_back(best);
-    if (auto h = fit_hypothesis(d, std::move(f), options.nonnegative)) out.push_back(std::move(*h));
+    if (auto h = fit_hypothesis(d, std::move(f), options.nonnegative, /*with_loo_shifts=*/false,
+                                options.loss))
+      out.push_back(std::move(*h));
   }
   std::sort(out.begin(), out.end(),
             [](const Hypothesis& a, const Hypothesis& b) { return a.loo_mape() < b.loo_mape(); });

@@ -22,8 +22,8 @@ Eigen::VectorXd targets(const Dataset& d) {
 }
 
 std::optional<Hypothesis> fit_hypothesis(const Dataset& d, std::vector<Feature> features,
-                                         bool nonnegative, bool with_loo_shifts) {
-  auto fit = fit_relative(design_matrix(d, features), targets(d), with_loo_shifts);
+                                         bool nonnegative, bool with_loo_shifts, Loss loss) {
+  auto fit = fit_relative(design_matrix(d, features), targets(d), with_loo_shifts, loss);
   if (!fit) return std::nullopt;
   Hypothesis h;
   h.function.constant = fit->beta(0);
@@ -37,7 +37,8 @@ std::optional<Hypothesis> fit_hypothesis(const Dataset& d, std::vector<Feature> 
   return h;
 }
 
-Hypothesis drop_negligible(const Dataset& d, Hypothesis h, bool nonnegative, double epsilon) {
+Hypothesis drop_negligible(const Dataset& d, Hypothesis h, bool nonnegative, double epsilon,
+                           Loss loss) {
   bool dropped = true;
   while (dropped && !h.function.features.empty()) {
     dropped = false;
@@ -53,7 +54,8 @@ Hypothesis drop_negligible(const Dataset& d, Hypothesis h, bool nonnegative, dou
       if (!negligible) continue;
       auto rest = h.function.features;
       rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(k));
-      if (auto refit = fit_hypothesis(d, std::move(rest), nonnegative)) {
+      if (auto refit =
+              fit_hypothesis(d, std::move(rest), nonnegative, /*with_loo_shifts=*/false, loss)) {
         h = std::move(*refit);
         dropped = true;
       }

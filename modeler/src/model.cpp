@@ -24,10 +24,16 @@ std::string labels_text(const std::map<std::string, std::string>& labels) {
 
 }  // namespace
 
-TermSearchOptions shaped_terms(const std::vector<std::string>& params, const FitOptions& options) {
+TermSearchOptions shaped_terms(const Dataset& d, const FitOptions& options) {
   TermSearchOptions shaped = options.terms;
-  if (options.priors.enabled)
-    shaped.param_exponents = prior_exponents(params, options.terms.exponents, options.priors);
+  shaped.loss = options.loss;
+  if (options.priors.enabled) {
+    shaped.param_exponents = prior_exponents(d.params, options.terms.exponents, options.priors);
+    // The priors' monotonicity check stands in for the signs (respects_priors), on enough runs:
+    // on a dozen, two large terms of opposite signs fit the noise.
+    if (options.priors.signed_terms && d.rows.size() >= options.priors.signed_runs)
+      shaped.nonnegative = false;
+  }
   return shaped;
 }
 
@@ -44,14 +50,20 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
     part.range.emplace_back(lo, hi);
   }
   part.search = "terms";
-  std::vector<Hypothesis> ranked = search_terms(d, shaped_terms(d.params, options));
+  const TermSearchOptions terms = shaped_terms(d, options);
+  GpOptions gp_options = options.gp;
+  gp_options.nonnegative = terms.nonnegative;
+  gp_options.loss = terms.loss;
+  std::vector<Hypothesis> ranked = search_terms(d, terms);
   Priors check = options.priors;
   bool overruled = false;
   if (options.priors.enabled && !ranked.empty() && ranked.front().loo_mape() > options.gp_above &&
       d.rows.size() >= options.priors.overrule_runs) {
     // The shape priors give way only to a clear margin: above noise, a free search that cuts
     // the error to a fraction (`overwhelm`) of theirs is evidence, not a fit to the jags.
-    auto free = search_terms(d, options.terms);
+    TermSearchOptions unshaped = terms;
+    unshaped.param_exponents.clear();
+    auto free = search_terms(d, unshaped);
     if (!free.empty() &&
         free.front().loo_mape() < options.priors.overwhelm * ranked.front().loo_mape()) {
       ranked = std::move(free);
@@ -62,13 +74,13 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   auto implausible = [&](const Hypothesis& h) {
     return !respects_priors(h.function, d.params, part.range, check);
   };
-  if (!ranked.empty() && implausible(ranked.front())) {
-    std::erase_if(ranked, implausible);
-    prefer_simple(ranked, options.terms);
-  }
+  // Runner-ups widen the bound, so an implausible one must go too, not only the front.
+  const bool front_implausible = !ranked.empty() && implausible(ranked.front());
+  std::erase_if(ranked, implausible);
+  if (front_implausible) prefer_simple(ranked, terms);
   if (ranked.empty()) throw FitError(0, "no model fits these runs");
   if (ranked.front().loo_mape() > options.gp_above && d.rows.size() >= options.gp_min_runs) {
-    auto gp = search_gp(d, ranked.front(), options.gp);
+    auto gp = search_gp(d, ranked.front(), gp_options);
     std::erase_if(gp, implausible);
     const Function term_best = ranked.front().function;
     ranked.insert(ranked.end(), std::make_move_iterator(gp.begin()),
@@ -76,13 +88,17 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
     std::stable_sort(ranked.begin(), ranked.end(), [](const Hypothesis& a, const Hypothesis& b) {
       return a.loo_mape() < b.loo_mape();
     });
-    prefer_simple(ranked, options.terms);
+    prefer_simple(ranked, terms);
     if (!same_features(ranked.front().function, term_best)) part.search += "+gp";
   }
   if (overruled) part.search += " (priors overruled)";
-  auto final_fit = fit_hypothesis(d, ranked.front().function.features, options.terms.nonnegative,
-                                  /*with_loo_shifts=*/true);
-  // The search fitted the same features already; the refit only adds the shifts.
+  // The search fitted these features by the same loss; the refit adds the coefficient shifts
+  // the bound needs, and falls back to least squares where Huber's loss finds no fit.
+  auto final_fit = fit_hypothesis(d, ranked.front().function.features, terms.nonnegative,
+                                  /*with_loo_shifts=*/true, options.loss);
+  if (!final_fit && options.loss != Loss::squared)
+    final_fit = fit_hypothesis(d, ranked.front().function.features, terms.nonnegative,
+                               /*with_loo_shifts=*/true);
   const Hypothesis& best = final_fit ? *final_fit : ranked.front();
   part.function = best.function;
   part.loo_mape = best.loo_mape();

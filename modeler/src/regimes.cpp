@@ -73,7 +73,9 @@ struct Screener {
   std::size_t min_runs;
 
   [[nodiscard]] double leaf(const Dataset& d) const {
-    const auto ranked = search_terms(d, terms);
+    TermSearchOptions side = terms;
+    side.nonnegative = shaped_terms(d, options).nonnegative;  // a small side is fitted unsigned
+    const auto ranked = search_terms(d, side);
     return ranked.empty() ? std::numeric_limits<double>::infinity() : ranked.front().loo_mape();
   }
 
@@ -101,8 +103,9 @@ struct Screener {
 
 }  // namespace
 
-Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative) {
-  const auto h = fit_hypothesis(d, f.features, nonnegative);
+Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative, Loss loss) {
+  auto h = fit_hypothesis(d, f.features, nonnegative, /*with_loo_shifts=*/false, loss);
+  if (!h && loss != Loss::squared) h = fit_hypothesis(d, f.features, nonnegative);
   if (!h) return Eigen::VectorXd::Constant(static_cast<Eigen::Index>(d.rows.size()), INFINITY);
   return h->fit.loo_residuals.cwiseAbs();
 }
@@ -161,9 +164,10 @@ std::optional<Cut> batch_one_cut(const Dataset& d, const Priors& priors) {
 std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options, std::size_t depth) {
   SubModel whole = fit_group(d, options);
   if (depth == 0 || whole.loo_mape <= options.split_above) return {std::move(whole)};
-  const Eigen::VectorXd whole_errors = loo_errors(d, whole.function, options.terms.nonnegative);
+  const Eigen::VectorXd whole_errors =
+      loo_errors(d, whole.function, shaped_terms(d, options).nonnegative, options.loss);
   const double target = options.split_gain * whole.loo_mape;
-  Screener screener{options, shaped_terms(d.params, options), options.min_regime_runs};
+  Screener screener{options, shaped_terms(d, options), options.min_regime_runs};
   // Screening only ranks the cuts (the best is fitted properly): a pool of 12 terms has 793
   // subsets of up to 4 where 26 have 17901, and the swaps are left to the proper fit.
   screener.terms.refit_limit = std::min<std::size_t>(screener.terms.refit_limit, 16);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "press_state.hpp"
 
@@ -149,6 +150,43 @@ Scored improve_by_swaps(Scored start, const PressState& base, const Dictionary& 
   return start;
 }
 
+// The best pairs of a term and its parent (the term with one factor dropped), scored as added
+// together: the pair is the term with an offset in that factor, t / p^e · (a + b · p^e), where
+// a and b may differ in sign (weights that grow with filters at a rate set by the levels). Often
+// neither term helps alone, so the greedy path never takes them.
+std::vector<std::pair<std::size_t, std::size_t>> best_pairs(const PressState& state,
+                                                            const Dictionary& dict,
+                                                            const std::vector<std::size_t>& taken,
+                                                            std::size_t keep) {
+  auto is_taken = [&](std::size_t t) {
+    return std::find(taken.begin(), taken.end(), t) != taken.end();
+  };
+  std::map<std::size_t, std::optional<PressState>> with_parent;
+  std::vector<std::tuple<double, std::size_t, std::size_t>> scores;
+  PressState::Scratch scratch;
+  for (std::size_t t = 0; t < dict.terms.size(); ++t) {
+    const auto& factors = dict.terms[t].factors;
+    if (factors.size() < 2 || is_taken(t)) continue;
+    for (std::size_t f = 0; f < factors.size(); ++f) {
+      CompoundTerm parent = dict.terms[t];
+      parent.factors.erase(parent.factors.begin() + static_cast<std::ptrdiff_t>(f));
+      const auto it = dict.index.find(parent);
+      if (it == dict.index.end() || is_taken(it->second)) continue;
+      auto [at, fresh] = with_parent.try_emplace(it->second);
+      if (fresh) at->second = state.extended(dict.columns[it->second]);
+      if (!at->second) continue;
+      if (const double score = at->second->score(dict.columns[t], scratch); std::isfinite(score))
+        scores.emplace_back(score, t, it->second);
+    }
+  }
+  const std::size_t n = std::min(keep, scores.size());
+  std::partial_sort(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(n), scores.end());
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (std::size_t i = 0; i < n; ++i)
+    out.emplace_back(std::get<1>(scores[i]), std::get<2>(scores[i]));
+  return out;
+}
+
 }  // namespace
 
 std::vector<CompoundTerm> term_dictionary(std::size_t params, const TermSearchOptions& options) {
@@ -206,8 +244,12 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
   };
   std::vector<std::size_t> selected;
   std::vector<std::vector<std::size_t>> step_tops;
+  std::vector<std::size_t> paired;
   PressState state = base;
   for (std::size_t step = 0; step < o.max_terms; ++step) {
+    if (step + 2 <= o.max_terms)
+      for (const auto& [t, parent] : best_pairs(state, dict, selected, o.pairs_per_step))
+        paired.insert(paired.end(), {t, parent});
     std::vector<std::pair<double, std::size_t>> scores;
     PressState::Scratch scratch;
     for (std::size_t t = 0; t < dict.terms.size(); ++t)
@@ -236,6 +278,7 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
     state = std::move(*next);
   }
   for (auto t : selected) add_to_pool(t);
+  for (auto t : paired) add_to_pool(t);
   for (auto t : selected)
     for (const auto& n : neighbours(dict.terms[t], o))
       if (auto it = dict.index.find(n); it != dict.index.end()) add_to_pool(it->second);
@@ -263,15 +306,18 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
   for (std::size_t i = 0; i < refit; ++i) {
     std::vector<Feature> features;
     for (auto t : scored[i].terms) features.emplace_back(dict.terms[t]);
-    if (auto h = fit_hypothesis(d, std::move(features), o.nonnegative))
+    if (auto h = fit_hypothesis(d, std::move(features), o.nonnegative, /*with_loo_shifts=*/false,
+                                o.loss))
       ranked.push_back(std::move(*h));
   }
-  if (auto h = fit_hypothesis(d, {}, o.nonnegative)) ranked.push_back(std::move(*h));
+  if (auto h = fit_hypothesis(d, {}, o.nonnegative, /*with_loo_shifts=*/false, o.loss))
+    ranked.push_back(std::move(*h));
   std::sort(ranked.begin(), ranked.end(),
             [](const Hypothesis& a, const Hypothesis& b) { return a.loo_mape() < b.loo_mape(); });
   prefer_simple(ranked, o);
   if (!ranked.empty())
-    ranked.front() = drop_negligible(d, std::move(ranked.front()), o.nonnegative, o.negligible);
+    ranked.front() =
+        drop_negligible(d, std::move(ranked.front()), o.nonnegative, o.negligible, o.loss);
   return ranked;
 }
 

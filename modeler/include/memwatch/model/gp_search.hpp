@@ -22,6 +22,7 @@ struct GpOptions {
   std::size_t lm_iterations = 10;
   std::uint64_t seed = 0x6d656d77;  // fixed: the same data gives the same model
   bool nonnegative = true;
+  Loss loss = Loss::squared;  // what the hypotheses built on the tree are fitted by
 };
 
 // Hypotheses built from `base`'s features plus the best tree found, and with each of base's

@@ -28,11 +28,12 @@ struct Hypothesis {
 [[nodiscard]] std::optional<Hypothesis> fit_hypothesis(const Dataset& d,
                                                        std::vector<Feature> features,
                                                        bool nonnegative,
-                                                       bool with_loo_shifts = false);
+                                                       bool with_loo_shifts = false,
+                                                       Loss loss = Loss::squared);
 
 // Drops, one at a time, features that contribute less than `epsilon` of the prediction at every
 // run (Extra-P's rule, 0.05% by default), refitting after each drop.
 [[nodiscard]] Hypothesis drop_negligible(const Dataset& d, Hypothesis h, bool nonnegative,
-                                         double epsilon);
+                                         double epsilon, Loss loss = Loss::squared);
 
 }  // namespace memwatch::model

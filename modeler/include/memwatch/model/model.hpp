@@ -28,6 +28,10 @@ struct FitOptions {
   // (the bound needs as many for its 95% level).
   std::size_t gp_min_runs = 20;
   Priors priors;
+  // The loss the chosen formula is finally fitted by (its coefficients, leave-one-out errors
+  // and bound): memory runs off the law (a program path no formula follows) are few and far off,
+  // and least squares lets them pull every other prediction toward them.
+  Loss loss = Loss::huber;
   double bound_level = 0.95;
   std::size_t runner_ups = 3;  // alternative models kept to widen the bound off the data's range
   // Regimes: when the whole fit's leave-one-out MAPE is above `split_above`, the runs are cut in
@@ -88,17 +92,19 @@ struct Model {
 // The fitted parts without the packaging: one group's model (used by fit, and by the bench).
 [[nodiscard]] SubModel fit_group(const Dataset& d, const FitOptions& options);
 
-// The term search's options with the priors' exponent sets for these parameters.
-[[nodiscard]] TermSearchOptions shaped_terms(const std::vector<std::string>& params,
-                                             const FitOptions& options);
+// The term search's options with the priors' exponent sets for these runs' parameters, their
+// signs (signed on enough runs) and the fit's loss.
+[[nodiscard]] TermSearchOptions shaped_terms(const Dataset& d, const FitOptions& options);
 
 // One group's model cut into regimes where that fits clearly better (regimes.cpp); a single
 // part with an empty domain otherwise.
 [[nodiscard]] std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options,
                                                 std::size_t depth);
 
-// The single formula `f`'s leave-one-out error on each run of `d`, |e_i|, in row order.
-[[nodiscard]] Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative);
+// The single formula `f`'s leave-one-out error on each run of `d`, |e_i|, in row order, fitted
+// by `loss` as the final fit is.
+[[nodiscard]] Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative,
+                                         Loss loss = Loss::squared);
 
 // A cut must make every part better, not only the average: each part's leave-one-out MAPE must
 // be below the single formula's (`whole_errors`, from loo_errors) on the same runs, or one side

@@ -23,6 +23,11 @@ struct Priors {
   // A model must not decrease along any parameter over [min, reach * max] of the runs: the grid
   // extended to where it will be asked (a batch size 8x the largest measured, say).
   double reach = 8;
+  // That check, not the sign of each coefficient, is the prior: a term may be negative where the
+  // whole formula stays non-decreasing (c + a·filters^(3/2)·(levels^(1/2) − 1.9): filters add
+  // weights at a rate the levels set). Without the priors coefficients must be non-negative.
+  bool signed_terms = true;
+  std::size_t signed_runs = 20;  // nor on fewer runs than this
   // A search without the shape priors wins only when its leave-one-out MAPE is below this
   // fraction of the one with them (and theirs is above noise).
   double overwhelm = 0.25;

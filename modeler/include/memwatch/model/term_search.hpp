@@ -24,9 +24,14 @@ struct TermSearchOptions {
   std::size_t max_factors = 3;    // parameters per term
   std::size_t keep_per_step = 6;  // candidates per forward step that join the exhaustive pool
   std::size_t pool_limit = 26;
+  // Pairs of a term and its parent (one factor dropped) per forward step that join the pool:
+  // together they give the factor an offset, which neither gives alone.
+  std::size_t pairs_per_step = 2;
   std::size_t refit_limit = 256;  // pool subsets fitted properly (sign checks, exact costs)
   bool swaps = true;  // improve the best subset of each size by swaps against the dictionary
   bool nonnegative = true;
+  // The loss the best subsets are fitted and ranked by (the scan before them is least squares).
+  Loss loss = Loss::squared;
   // A simpler model wins when its leave-one-out MAPE is within
   // max(relative * best, absolute, standard_errors * SE) of the best, SE being the standard
   // error of the best's mean absolute leave-one-out residual: with a dozen runs the ranking of
