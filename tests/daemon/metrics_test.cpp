@@ -25,14 +25,10 @@ const std::string kShim = MEMWATCH_SHIM_PATH;
 const std::string kPatterns = MEMWATCH_PATTERNS_PATH;
 constexpr std::int64_t MiB = 1 << 20;
 
-int port_of(const std::string& tcp_endpoint) {
-  return std::stoi(tcp_endpoint.substr(tcp_endpoint.rfind(':') + 1));
-}
-
 // A daemon whose metrics listen on a free loopback port.
 struct MetricsDaemon {
   explicit MetricsDaemon(const std::string& dir)
-      : port(port_of(test::free_tcp_endpoints(1)[0])),
+      : port(test::free_loopback_ports(1)[0]),
         daemon(dir, test::DaemonSetup{"", "", "", "", {"--metrics", std::to_string(port)}, ""}) {}
   std::string scrape() const {
     const auto reply = test::http_get(port, "/metrics");
@@ -129,7 +125,7 @@ TEST(Metrics, PrometheusScrapesThemAndItsApiGivesBackWhatTheRunsSay) {
   runs_and_model(m.daemon, {1, 2, 3, 4, 6, 8, 12, 16});
   runs_and_model(m.daemon, {20, 24}, 8);  // judged by a model: their prediction errors count
 
-  const int prometheus_port = port_of(test::free_tcp_endpoints(1)[0]);
+  const int prometheus_port = test::free_loopback_ports(1)[0];
   {
     std::ofstream config(dir.file("prometheus.yml"));
     config << "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: memwatchd\n"

@@ -9,21 +9,13 @@
 #include "postgres_server.hpp"
 #include "process.hpp"
 #include "store.hpp"
+#include "store_messages.hpp"
 
 using namespace memwatch::daemon;
 using namespace memwatch;
+using memwatch::test::hello;
 
 namespace {
-
-protocol::Hello hello(const char* workload, double batch) {
-  protocol::Hello h;
-  h.pid = 1234;
-  h.host = "node";
-  h.workload = workload;
-  h.start_unix_s = 100;
-  h.params = {{"batch", batch}, {"dim", 64}};
-  return h;
-}
 
 // One server for the whole suite (initdb takes a second or two); a database per test.
 test::PostgresServer& postgres() {
@@ -62,7 +54,9 @@ TEST_P(StoreOnEveryBackend, ARunFromHelloToByeComesBackAfterReopening) {
                           .host_peak_bytes = 40,
                           .device_live_bytes = 5,
                           .device_peak_bytes = 5});
+    EXPECT_EQ(store.queued_samples(), 2u);
     store.flush_samples();
+    EXPECT_EQ(store.queued_samples(), 0u);
     EXPECT_EQ(store.run(id)->samples, 2);
     EXPECT_EQ(store.run(id)->host_peak_bytes, 40);  // the batch raised the run's peaks
     EXPECT_DOUBLE_EQ(store.run(id)->elapsed_s, 1.0);

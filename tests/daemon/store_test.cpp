@@ -1,4 +1,5 @@
-// The store on a real SQLite file: runs, samples, kills and models survive reopening.
+// The SQLite store's own concerns, on real files: upgrades of older stores, a locked file, a
+// reader that never writes. What every backend must do is store_backends_test.cpp's.
 #include "store.hpp"
 
 #include <gtest/gtest.h>
@@ -7,62 +8,13 @@
 #include <fstream>
 
 #include "process.hpp"
+#include "store_messages.hpp"
 
 using namespace memwatch::daemon;
 using namespace memwatch;
+using memwatch::test::hello;
 
 namespace {
-
-protocol::Hello hello(const char* workload, double batch) {
-  protocol::Hello h;
-  h.pid = 1234;
-  h.host = "node";
-  h.workload = workload;
-  h.start_unix_s = 100;
-  h.params = {{"batch", batch}, {"dim", 64}};
-  return h;
-}
-
-TEST(Store, ARunFromHelloToByeAndBackAfterReopening) {
-  test::TempDir dir;
-  const std::string db = dir.file("m.db");
-  std::int64_t id = 0;
-  {
-    Store store(db);
-    protocol::Hello in_slurm = hello("unet", 2);
-    in_slurm.scheduler_job = "81234.0";
-    id = store.begin_run(in_slurm, 100);
-    store.add_sample(id, {1234, 0.5, 10, 20, 0, 0});
-    store.add_sample(id, {.pid = 1234,
-                          .t_s = 1.0,
-                          .host_live_bytes = 30,
-                          .host_peak_bytes = 40,
-                          .device_live_bytes = 5,
-                          .device_peak_bytes = 5});
-    EXPECT_EQ(store.queued_samples(), 2u);
-    store.flush_samples();
-    EXPECT_EQ(store.queued_samples(), 0u);
-    EXPECT_EQ(store.run(id)->samples, 2);
-    EXPECT_EQ(store.run(id)->host_peak_bytes, 40);  // the batch raised the run's peaks
-    EXPECT_EQ(store.run(id)->device_peak_bytes, 5);
-    protocol::Bye bye;
-    bye.host_peak_bytes = 50;
-    bye.heap_peak_bytes = 45;
-    bye.elapsed_s = 2;
-    store.finish_run(id, bye);
-  }
-  Store again(db);
-  const auto runs = again.runs("unet");
-  ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].id, id);
-  EXPECT_EQ(runs[0].status, RunStatus::finished);
-  EXPECT_EQ(runs[0].host_peak_bytes, 50);
-  EXPECT_EQ(runs[0].samples, 2);
-  EXPECT_EQ(runs[0].params, (protocol::Params{{"batch", 2}, {"dim", 64}}));
-  EXPECT_EQ(runs[0].scheduler_job, "81234.0");
-  EXPECT_EQ(again.counts().runs, 1);
-  EXPECT_EQ(again.workloads(), std::vector<std::string>{"unet"});
-}
 
 TEST(Store, KilledRunsKeepTheHigherOfTheirKnownPeaks) {
   test::TempDir dir;

@@ -22,6 +22,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "free_ports.hpp"
 #include "memwatch/protocol/curve_keys.hpp"
 #include "process.hpp"
 
@@ -54,21 +55,9 @@ inline std::string keygen(const std::string& cli, const std::string& dir) {
 // `n` tcp endpoints on 127.0.0.1 whose ports were free a moment ago (held together while
 // chosen, so they differ).
 inline std::vector<std::string> free_tcp_endpoints(int n) {
-  std::vector<int> fds;
   std::vector<std::string> endpoints;
-  for (int i = 0; i < n; ++i) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t size = sizeof address;
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), size) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0)
-      throw std::runtime_error("no free tcp port on 127.0.0.1");
-    fds.push_back(fd);
-    endpoints.push_back("tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port)));
-  }
-  for (int fd : fds) close(fd);
+  for (int port : free_loopback_ports(n))
+    endpoints.push_back("tcp://127.0.0.1:" + std::to_string(port));
   return endpoints;
 }
 

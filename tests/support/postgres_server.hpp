@@ -4,8 +4,6 @@
 // insists.
 #pragma once
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,13 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "free_ports.hpp"
 #include "process.hpp"
 
 namespace memwatch::test {
 
 class PostgresServer {
  public:
-  PostgresServer() : port_(free_port()) {
+  PostgresServer() : port_(free_loopback_ports(1)[0]) {
     home_ = dir_.file("pg");
     mkdir(home_.c_str(), 0700);
     if (geteuid() == 0) {
@@ -62,19 +61,6 @@ class PostgresServer {
   }
 
  private:
-  // A port no one listens on now: its number names the server's socket file.
-  static int free_port() {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in at{};
-    at.sin_family = AF_INET;
-    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t size = sizeof at;
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&at), size) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&at), &size) != 0)
-      throw std::runtime_error("no free port on 127.0.0.1");
-    close(fd);
-    return ntohs(at.sin_port);
-  }
   static std::string bin(const std::string& tool) { return std::string(PG_BINDIR) + "/" + tool; }
   std::vector<std::string> as_owner(std::vector<std::string> argv) const {
     if (geteuid() != 0) return argv;
