@@ -104,13 +104,17 @@ bool process_gone(int pid) {
   const int saved = errno;
   bool gone = kill(pid, 0) != 0 && errno == ESRCH;
   if (!gone) {
-    char path[32], stat[512];
-    std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    // The path by hand: this also runs in the root's fatal-signal handler.
+    char path[32] = "/proc/", digits[12], stat[512];
+    int n = 0, at = 6;
+    for (int v = pid; v > 0 && n < 11; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+    while (n > 0) path[at++] = digits[--n];
+    std::memcpy(path + at, "/stat", 6);
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-      const ssize_t n = read(fd, stat, sizeof stat - 1);
+      const ssize_t got = read(fd, stat, sizeof stat - 1);
       close(fd);
-      stat[n > 0 ? n : 0] = '\0';
+      stat[got > 0 ? got : 0] = '\0';
       // "pid (comm) S ...": the state follows the last ')', which a comm may contain.
       const char* end = std::strrchr(stat, ')');
       gone = end != nullptr && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
