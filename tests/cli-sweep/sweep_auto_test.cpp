@@ -20,6 +20,7 @@ using memwatch::test::read_file;
 using memwatch::test::run;
 using memwatch::test::TempDir;
 
+#ifdef SHIM_PATH
 using Row = std::map<std::string, std::string>;
 
 std::vector<std::string> cells_of(const std::string& line) {
@@ -50,7 +51,6 @@ std::vector<Row> read_csv(const std::string& path) {
   return rows;
 }
 
-#ifdef SHIM_PATH
 const std::vector<std::string> kGrid{"--grid", "batch=1,2,4,8,16,32,64", "--grid",
                                      "dim=1,2,3,4,6,8"};
 
