@@ -10,10 +10,18 @@ namespace bip = boost::interprocess;
 
 namespace {
 
-// Maps `shm` for the rest of the process's life: the region object is never destroyed (hooks may
-// count into it during exit), and a forked child keeps its parent's mappings beside its own.
+// Every mapping the process made, kept reachable: never destroyed (hooks may count into them
+// during exit), and a forked child keeps its parent's beside its own.
+struct Mapping {
+  bip::mapped_region region;
+  Mapping* earlier;
+};
+Mapping* g_mappings = nullptr;
+
+// Maps `shm` for the rest of the process's life.
 void* map_for_life(bip::shared_memory_object& shm) {
-  return (new bip::mapped_region(shm, bip::read_write))->get_address();
+  g_mappings = new Mapping{bip::mapped_region(shm, bip::read_write), g_mappings};
+  return g_mappings->region.get_address();
 }
 
 }  // namespace
