@@ -21,35 +21,8 @@ using memwatch::test::run;
 using memwatch::test::TempDir;
 
 #ifdef SHIM_PATH
-using Row = std::map<std::string, std::string>;
-
-std::vector<std::string> cells_of(const std::string& line) {
-  std::vector<std::string> cells;
-  std::string cell;
-  for (char c : line) {
-    if (c == ',')
-      cells.push_back(cell), cell.clear();
-    else
-      cell += c;
-  }
-  cells.push_back(cell);
-  return cells;
-}
-
-std::vector<Row> read_csv(const std::string& path) {
-  std::vector<Row> rows;
-  if (!fs::exists(path)) return rows;
-  const auto lines = lines_of(read_file(path));
-  if (lines.empty()) return rows;
-  const auto header = cells_of(lines[0]);
-  for (std::size_t i = 1; i < lines.size(); ++i) {
-    const auto cells = cells_of(lines[i]);
-    Row row;
-    for (std::size_t c = 0; c < header.size() && c < cells.size(); ++c) row[header[c]] = cells[c];
-    rows.push_back(row);
-  }
-  return rows;
-}
+using Row = memwatch::test::CsvRow;
+using memwatch::test::read_csv;
 
 const std::vector<std::string> kGrid{"--grid", "batch=1,2,4,8,16,32,64", "--grid",
                                      "dim=1,2,3,4,6,8"};

@@ -29,36 +29,8 @@ using memwatch::test::run;
 using memwatch::test::Running;
 using memwatch::test::TempDir;
 
-using Row = std::map<std::string, std::string>;
-
-// No rows while the sweep has not written the file (yet).
-std::vector<Row> read_csv(const std::string& path) {
-  std::vector<Row> rows;
-  if (!fs::exists(path)) return rows;
-  auto lines = lines_of(read_file(path));
-  if (lines.empty()) return rows;
-  auto split = [](const std::string& line) {
-    std::vector<std::string> cells;
-    std::string cell;
-    for (char c : line) {
-      if (c == ',')
-        cells.push_back(cell), cell.clear();
-      else
-        cell += c;
-    }
-    cells.push_back(cell);
-    return cells;
-  };
-  auto header = split(lines[0]);
-  for (std::size_t i = 1; i < lines.size(); ++i) {
-    auto cells = split(lines[i]);
-    EXPECT_EQ(cells.size(), header.size()) << lines[i];
-    Row row;
-    for (std::size_t c = 0; c < header.size() && c < cells.size(); ++c) row[header[c]] = cells[c];
-    rows.push_back(row);
-  }
-  return rows;
-}
+using Row = memwatch::test::CsvRow;
+using memwatch::test::read_csv;
 
 // sweep ARGS -- sweep-helper HELPER_ARGS, over the empty stand-in for the shim.
 Finished sweep(std::vector<std::string> args, const std::vector<std::string>& helper_args,

@@ -197,4 +197,39 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+namespace {
+
+std::vector<std::string> cells_of(const std::string& line) {
+  std::vector<std::string> cells(1);
+  for (char c : line) {
+    if (c == ',')
+      cells.emplace_back();
+    else
+      cells.back() += c;
+  }
+  return cells;
+}
+
+}  // namespace
+
+std::vector<CsvRow> read_csv(const std::string& path) {
+  std::vector<CsvRow> rows;
+  std::ifstream probe(path);
+  if (!probe) return rows;
+  const auto lines = lines_of(read_file(path));
+  if (lines.empty()) return rows;
+  const auto header = cells_of(lines[0]);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const auto cells = cells_of(lines[i]);
+    if (cells.size() != header.size())
+      throw std::runtime_error(path + ": row '" + lines[i] + "' has " +
+                               std::to_string(cells.size()) + " cells, the header " +
+                               std::to_string(header.size()));
+    CsvRow row;
+    for (std::size_t c = 0; c < header.size(); ++c) row[header[c]] = cells[c];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 }  // namespace memwatch::test

@@ -71,4 +71,9 @@ std::string read_file(const std::string& path);
 // The non-empty lines of `text`, without their line ends.
 std::vector<std::string> lines_of(const std::string& text);
 
+// A CSV file's rows by their header's names (memwatch's CSVs quote nothing); none while the file
+// does not exist. A row whose cells do not match the header throws, naming it.
+using CsvRow = std::map<std::string, std::string>;
+std::vector<CsvRow> read_csv(const std::string& path);
+
 }  // namespace memwatch::test
