@@ -55,18 +55,39 @@ JobShare* job() noexcept {
   return g_job.load(std::memory_order_acquire);
 }
 
-void threads_add(CounterBlock& b, std::int64_t delta) noexcept {
-  const std::int64_t now = publish(b.threads_live, b.threads_peak, delta);
+// One live figure of the block, by its members: the live value, its peak, and where the job's
+// share of it is kept (the base it has in a snapshot, this process's contribution in its slot).
+struct LiveFigure {
+  std::atomic<std::int64_t> CounterBlock::*live;
+  std::atomic<std::int64_t> CounterBlock::*peak;
+  std::int64_t CounterSnapshot::*base;
+  std::atomic<std::int64_t> protocol::JobContribution::*mine;
+};
+constexpr LiveFigure kThreads{&CounterBlock::threads_live, &CounterBlock::threads_peak,
+                              &CounterSnapshot::threads_live, &protocol::JobContribution::threads};
+constexpr LiveFigure kPinned{&CounterBlock::pinned_live, &CounterBlock::pinned_peak,
+                             &CounterSnapshot::pinned_live, &protocol::JobContribution::pinned};
+constexpr LiveFigure kManaged{&CounterBlock::managed_live, &CounterBlock::managed_peak,
+                              &CounterSnapshot::managed_live, &protocol::JobContribution::managed};
+constexpr LiveFigure kHeap{&CounterBlock::heap_live, &CounterBlock::heap_peak,
+                           &CounterSnapshot::heap_live, &protocol::JobContribution::heap};
+constexpr LiveFigure kMmap{&CounterBlock::mmap_live, &CounterBlock::mmap_peak,
+                           &CounterSnapshot::mmap_live, &protocol::JobContribution::mmap};
+
+// Adds `delta` to figure `f` of `b`, and this process's share of the change to its job's.
+void add(CounterBlock& b, const LiveFigure& f, std::int64_t delta) noexcept {
+  const std::int64_t now = publish(b.*f.live, b.*f.peak, delta);
   if (JobShare* j = job())
-    if (const std::int64_t d = job_share(now, delta, j->base.threads_live, j->mine->threads))
-      publish(j->job->threads_live, j->job->threads_peak, d);
+    if (const std::int64_t d = job_share(now, delta, j->base.*f.base, j->mine->*f.mine))
+      publish(j->job->*f.live, j->job->*f.peak, d);
 }
 
-void heap_add(CounterBlock& b, std::int64_t delta) noexcept {
-  const std::int64_t now = publish(b.heap_live, b.heap_peak, b.host_live, b.host_peak, delta);
+// The same for a part of the host's memory (heap, mappings), whose sum is its own figure.
+void add_to_host(CounterBlock& b, const LiveFigure& f, std::int64_t delta) noexcept {
+  const std::int64_t now = publish(b.*f.live, b.*f.peak, b.host_live, b.host_peak, delta);
   if (JobShare* j = job())
-    if (const std::int64_t d = job_share(now, delta, j->base.heap_live, j->mine->heap))
-      publish(j->job->heap_live, j->job->heap_peak, j->job->host_live, j->job->host_peak, d);
+    if (const std::int64_t d = job_share(now, delta, j->base.*f.base, j->mine->*f.mine))
+      publish(j->job->*f.live, j->job->*f.peak, j->job->host_live, j->job->host_peak, d);
 }
 
 // Thread-exit flushing: a pthread key whose destructor runs as each thread ends. Created on the
@@ -81,8 +102,8 @@ void on_thread_exit(void* arg) noexcept {
   t->batch_limit = 0;
   t->exited = true;
   CounterBlock& b = counters_block();
-  if (pending != 0) heap_add(b, pending);
-  threads_add(b, -1);
+  if (pending != 0) add_to_host(b, kHeap, pending);
+  add(b, kThreads, -1);
 }
 
 bool exit_key_ready() noexcept {
@@ -103,7 +124,7 @@ void register_thread(ThreadCounters& t) noexcept {
     if (exit_key_ready()) pthread_setspecific(g_exit_key, &t);
   }
   t.batch_limit = g_batch.load(std::memory_order_relaxed);
-  threads_add(counters_block(), 1);
+  add(counters_block(), kThreads, 1);
 }
 
 
@@ -136,16 +157,12 @@ void counters_init_block(CounterBlock& block, std::int32_t pid, double start_uni
 void counters_heap_flush_slow(ThreadCounters& t, std::int64_t delta) noexcept {
   if (!t.registered) register_thread(t);
   t.heap_delta = 0;
-  if (delta != 0) heap_add(counters_block(), delta);
+  if (delta != 0) add_to_host(counters_block(), kHeap, delta);
 }
 
 void counters_mmap_add(std::int64_t bytes) noexcept {
   if (bytes == 0) return;
-  CounterBlock& b = counters_block();
-  const std::int64_t now = publish(b.mmap_live, b.mmap_peak, b.host_live, b.host_peak, bytes);
-  if (JobShare* j = job())
-    if (const std::int64_t d = job_share(now, bytes, j->base.mmap_live, j->mine->mmap))
-      publish(j->job->mmap_live, j->job->mmap_peak, j->job->host_live, j->job->host_peak, d);
+  add_to_host(counters_block(), kMmap, bytes);
 }
 
 void counters_flush_thread() noexcept {
@@ -184,19 +201,11 @@ void counters_device_add(int device, std::int64_t bytes) noexcept {
 }
 
 void counters_pinned_add(std::int64_t bytes) noexcept {
-  CounterBlock& b = counters_block();
-  const std::int64_t now = publish(b.pinned_live, b.pinned_peak, bytes);
-  if (JobShare* j = job())
-    if (const std::int64_t d = job_share(now, bytes, j->base.pinned_live, j->mine->pinned))
-      publish(j->job->pinned_live, j->job->pinned_peak, d);
+  add(counters_block(), kPinned, bytes);
 }
 
 void counters_managed_add(std::int64_t bytes) noexcept {
-  CounterBlock& b = counters_block();
-  const std::int64_t now = publish(b.managed_live, b.managed_peak, bytes);
-  if (JobShare* j = job())
-    if (const std::int64_t d = job_share(now, bytes, j->base.managed_live, j->mine->managed))
-      publish(j->job->managed_live, j->job->managed_peak, d);
+  add(counters_block(), kManaged, bytes);
 }
 
 void counters_after_fork_child() noexcept {
@@ -220,18 +229,15 @@ void counters_share_with_job(JobShare* share) noexcept {
     into.fetch_add(c, std::memory_order_relaxed);
     return c;
   };
-  publish(j.heap_live, j.heap_peak, j.host_live, j.host_peak,
-          initial(s.heap_live, base.heap_live, mine.heap));
-  publish(j.mmap_live, j.mmap_peak, j.host_live, j.host_peak,
-          initial(s.mmap_live, base.mmap_live, mine.mmap));
+  // A snapshot keeps a live figure under the same member as the base.
+  for (const LiveFigure* f : {&kHeap, &kMmap})
+    publish(j.*f->live, j.*f->peak, j.host_live, j.host_peak,
+            initial(s.*f->base, base.*f->base, mine.*f->mine));
+  for (const LiveFigure* f : {&kPinned, &kManaged, &kThreads})
+    publish(j.*f->live, j.*f->peak, initial(s.*f->base, base.*f->base, mine.*f->mine));
   for (int i = 0; i < kMaxDevices; ++i)
     publish(j.device_live[i], j.device_peak[i], j.device_sum_live, j.device_sum_peak,
             initial(s.device_live[i], base.device_live[i], mine.device[i]));
-  publish(j.pinned_live, j.pinned_peak, initial(s.pinned_live, base.pinned_live, mine.pinned));
-  publish(j.managed_live, j.managed_peak,
-          initial(s.managed_live, base.managed_live, mine.managed));
-  publish(j.threads_live, j.threads_peak,
-          initial(s.threads_live, base.threads_live, mine.threads));
   g_job.store(share, std::memory_order_release);
 }
 
@@ -240,18 +246,17 @@ void counters_withdraw(CounterBlock& job, protocol::JobContribution& c) noexcept
   auto drop = [](std::atomic<std::int64_t>& a, std::int64_t v) {
     a.fetch_sub(v, std::memory_order_relaxed);
   };
-  const std::int64_t heap = take(c.heap), mmap = take(c.mmap);
-  drop(job.heap_live, heap);
-  drop(job.mmap_live, mmap);
-  drop(job.host_live, heap + mmap);
-  for (int i = 0; i < kMaxDevices; ++i) {
-    const std::int64_t device = take(c.device[i]);
-    drop(job.device_live[i], device);
-    drop(job.device_sum_live, device);
+  for (const LiveFigure* f : {&kHeap, &kMmap}) {
+    const std::int64_t held = take(c.*f->mine);
+    drop(job.*f->live, held);
+    drop(job.host_live, held);
   }
-  drop(job.pinned_live, take(c.pinned));
-  drop(job.managed_live, take(c.managed));
-  drop(job.threads_live, take(c.threads));
+  for (const LiveFigure* f : {&kPinned, &kManaged, &kThreads}) drop(job.*f->live, take(c.*f->mine));
+  for (int i = 0; i < kMaxDevices; ++i) {
+    const std::int64_t held = take(c.device[i]);
+    drop(job.device_live[i], held);
+    drop(job.device_sum_live, held);
+  }
 }
 
 }  // namespace memwatch::shim
