@@ -20,6 +20,23 @@
 
 namespace memwatch::shim {
 
+// Keeps the first non-null answer in `slot`: concurrent lookups agree on one function.
+template <typename Fn>
+void set_once(std::atomic<Fn>& slot, void* p) noexcept {
+  Fn expected = nullptr;
+  if (p != nullptr) slot.compare_exchange_strong(expected, reinterpret_cast<Fn>(p));
+}
+
+// The query functions' lookup, made until one has finished: every thread that arrives before
+// then makes it too (set_once keeps the first answer), since one that went on without the
+// queries would count its blocks on device 0.
+template <typename Lookup>
+void look_up_once(std::atomic<bool>& done, Lookup&& lookup) noexcept {
+  if (done.load(std::memory_order_acquire)) return;
+  lookup();
+  done.store(true, std::memory_order_release);
+}
+
 // glibc's dlsym, never the shim's hook (whose RTLD_NEXT answers depend on the caller).
 void* device_real_dlsym(void* handle, const char* name) noexcept;
 

@@ -33,23 +33,13 @@ std::atomic<bool> g_next_queries_done{false};
 std::atomic<bool> g_cuda_seen{false};
 std::atomic<bool> g_cupti_counting{false};
 
-template <typename Fn>
-void set_once(std::atomic<Fn>& slot, void* p) {
-  Fn expected = nullptr;
-  if (p != nullptr) slot.compare_exchange_strong(expected, reinterpret_cast<Fn>(p));
-}
-
 void* lookup_in_handle(void* handle, const char* name) {
   return device_real_dlsym(handle, name);
 }
 
 // For the exported hooks: the libcuda the program linked is next after the shim.
-// Every thread that arrives before the lookup has finished makes it too (set_once keeps the
-// first answer): one that went on without the queries would count its blocks on device 0.
 void ensure_queries() noexcept {
-  if (g_next_queries_done.load(std::memory_order_acquire)) return;
-  device_driver_queries_from(lookup_in_handle, RTLD_NEXT);
-  g_next_queries_done.store(true, std::memory_order_release);
+  look_up_once(g_next_queries_done, [] { device_driver_queries_from(lookup_in_handle, RTLD_NEXT); });
 }
 
 int current_device() noexcept {

@@ -23,18 +23,8 @@ std::atomic<decltype(&cudaDeviceGetMemPool)> g_device_get_mem_pool{nullptr};
 std::atomic<decltype(&cudaMemPoolGetAttribute)> g_pool_get_attribute{nullptr};
 std::atomic<bool> g_next_queries_done{false};
 
-template <typename Fn>
-void set_once(std::atomic<Fn>& slot, void* p) {
-  Fn expected = nullptr;
-  if (p != nullptr) slot.compare_exchange_strong(expected, reinterpret_cast<Fn>(p));
-}
-
-// Every thread that arrives before the lookup has finished makes it too (set_once keeps the
-// first answer): one that went on without the queries would count its blocks on device 0.
 void ensure_queries() noexcept {
-  if (g_next_queries_done.load(std::memory_order_acquire)) return;
-  device_runtime_queries_from(RTLD_NEXT);
-  g_next_queries_done.store(true, std::memory_order_release);
+  look_up_once(g_next_queries_done, [] { device_runtime_queries_from(RTLD_NEXT); });
 }
 
 int current_device() noexcept {
