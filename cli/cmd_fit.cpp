@@ -28,20 +28,22 @@ std::vector<std::string> split_list(const std::string& s) {
 constexpr const char* usage =
     "usage: memwatch fit --input FILE [--target COLUMN] [--params a,b,...] [--json]\n"
     "                    [--terms K] [--exponents 0,0.5,1,...] [--log] [--gp auto|always|never]\n"
-    "                    [--level 0.95] [--regimes 2]\n"
+    "                    [--level 0.95] [--regimes 2] [--formula-only]\n"
     "FILE is CSV with a header (parameters, then the target) or JSON Lines\n"
     "{\"params\":{...},\"value\":N}. The target defaults to host_peak_bytes when the header has\n"
     "it, else the last column; the parameters default to every other column except a sweep's\n"
     "measurement columns. Columns of words (fp32, bf16) split the runs into separate models.\n"
     "--regimes N: cut the runs at up to N nested breaks where one formula cannot follow them\n"
-    "(0: never).";
+    "(0: never).\n"
+    "--formula-only: predict by the formula alone, without correcting a configuration's batch\n"
+    "sizes by the misses of its measured ones.";
 
 }  // namespace
 
 int cmd_fit(std::span<char* const> argv) {
   const Args args(argv,
                   {"input", "target", "params", "terms", "exponents", "gp", "level", "regimes"},
-                  {"json", "log", "help"});
+                  {"json", "log", "formula-only", "help"});
   if (args.flag("help")) {
     std::puts(usage);
     return 0;
@@ -68,6 +70,7 @@ int cmd_fit(std::span<char* const> argv) {
     }
   }
   if (args.flag("log")) options.terms.log_exponents = {0, 1};
+  if (args.flag("formula-only")) options.batch_slices = false;
   if (auto gp = args.value("gp")) {
     if (*gp == "always")
       options.gp_above = 0, options.gp_min_runs = 0;

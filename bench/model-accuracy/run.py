@@ -171,9 +171,11 @@ def main():
             cut = int(0.7 * len(rows))
             splits.append((order[:cut], order[cut:]))
 
-        # memwatch as it fits by default, and held to one formula (no regimes), to show what the
-        # cuts are worth on data where the program changes behaviour.
-        methods = {"memwatch": (), "memwatch, one formula": ("--regimes", "0")}
+        # memwatch as it fits by default, held to one formula (no regimes), and without correcting
+        # a configuration by its runs at other batch sizes: what the cuts and the correction are
+        # worth on data where the program changes behaviour.
+        methods = {"memwatch": (), "memwatch, one formula": ("--regimes", "0"),
+                   "memwatch, formula only": ("--formula-only",)}
         if not args.no_peers:
             methods.update(peers())
         results = {}

@@ -104,7 +104,14 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   part.loo_mape = best.loo_mape();
   part.train_mape = best.train_mape();
   part.runs = d.rows.size();
-  part.bound = final_fit ? make_bound(*final_fit, d, options.bound_level) : Bound{};
+  if (options.batch_slices && options.priors.enabled)
+    part.slices = make_batch_slices(d, batch_param(d.params, options.priors));
+  part.bound = final_fit ? make_bound(*final_fit, d, options.bound_level, part.slices) : Bound{};
+  if (!part.slices.empty() && !corrections_pay(part.bound)) {
+    part.slices = {};
+    part.bound.carried = {};
+    part.bound.line = {};
+  }
   // Runner-ups: credible alternatives (within twice the best error, or half a percent) with
   // different terms; where they disagree off the data, the data could not tell them apart.
   const double credible = std::max(2 * part.loo_mape, part.loo_mape + 0.005);
@@ -180,16 +187,17 @@ const SubModel& Model::part_for(const Point& p) const {
 
 Prediction Model::predict(const SubModel& part, std::span<const double> x) const {
   Prediction out;
-  out.value = part.function.evaluate(x);
-  out.upper = part.bound.runs ? upper_bound(part.bound, part.function, x) : out.value;
+  const double formula = part.function.evaluate(x);
+  out.value = corrected_value(part.function, x, part.slices);
+  out.upper = part.bound.runs ? upper_bound(part.bound, part.function, x, part.slices) : out.value;
   for (std::size_t p = 0; p < x.size() && p < part.range.size(); ++p)
     if (x[p] < part.range[p].first || x[p] > part.range[p].second) out.extrapolating = true;
   if (out.extrapolating) {
     // Jackknife+ says nothing off the data; the runner-ups' disagreement is what the data
     // could not settle, so the bound takes the highest of them on top.
-    double widest = out.value;
+    double widest = formula;
     for (const auto& r : part.runner_ups) widest = std::max(widest, r.evaluate(x));
-    out.upper += widest - out.value;
+    out.upper += widest - formula;
   }
   return out;
 }
@@ -221,6 +229,9 @@ std::string Model::describe() const {
     s += "  bound         " + part.bound.describe() + "\n";
     s += "                off the training range, widened by " +
          std::to_string(part.runner_ups.size()) + " runner-up model(s)\n";
+    if (!part.slices.empty())
+      s += "  corrected     by the misses of runs of the same configuration at other " +
+           params[part.slices.param] + " values\n";
   }
   return s;
 }

@@ -57,6 +57,28 @@ Function function_from(const json& j, const std::vector<std::string>& names) {
   return f;
 }
 
+ojson scale_json(const LocalScale& scale, const std::vector<double>& run_scales) {
+  return {{"points", scale.points},
+          {"errors", scale.errors},
+          {"neighbours", scale.neighbours},
+          {"floor", scale.floor},
+          {"run_scales", run_scales}};
+}
+
+// A local scale of `runs` runs over `params` parameters, and each run's scale without it.
+void read_scale(const json& s, std::size_t runs, std::size_t params, LocalScale& scale,
+                std::vector<double>& run_scales, const std::string& where) {
+  scale.points = s.at("points").get<std::vector<std::vector<double>>>();
+  scale.errors = s.at("errors").get<std::vector<double>>();
+  scale.neighbours = s.at("neighbours").get<std::size_t>();
+  scale.floor = s.at("floor").get<double>();
+  run_scales = s.at("run_scales").get<std::vector<double>>();
+  if (scale.points.size() != runs || scale.errors.size() != runs || run_scales.size() != runs)
+    throw ModelJsonError(where + " and its runs differ in length");
+  for (const auto& x : scale.points)
+    if (x.size() != params) throw ModelJsonError(where + ".points entry has the wrong length");
+}
+
 }  // namespace
 
 std::string to_json(const Model& m, int indent) {
@@ -90,14 +112,19 @@ std::string to_json(const Model& m, int indent) {
                   {"loo_ratios", p.bound.loo_ratios},
                   {"loo_shifts", std::move(shifts)}};
     if (!p.bound.scale.empty())
-      j["bound"]["local_scale"] = {{"points", p.bound.scale.points},
-                                   {"errors", p.bound.scale.errors},
-                                   {"neighbours", p.bound.scale.neighbours},
-                                   {"floor", p.bound.scale.floor},
-                                   {"run_scales", p.bound.run_scales}};
+      j["bound"]["local_scale"] = scale_json(p.bound.scale, p.bound.run_scales);
+    for (const auto& [name, c] : {std::pair{"carried", &p.bound.carried}, {"line", &p.bound.line}})
+      if (!c->runs.empty())
+        j["bound"][name] = {{"runs", c->runs},
+                            {"ratios", c->ratios},
+                            {"local_scale", scale_json(c->scale, c->run_scales)}};
     ojson runner_ups = ojson::array();
     for (const auto& r : p.runner_ups) runner_ups.push_back(function_json(r, m.params));
     j["runner_ups"] = std::move(runner_ups);
+    if (!p.slices.empty())
+      j["batch_slices"] = {{"param", m.params[p.slices.param]},
+                           {"points", p.slices.points},
+                           {"measured", p.slices.measured}};
     parts.push_back(std::move(j));
   }
   ojson out{{"schema", model_schema},
@@ -154,22 +181,37 @@ Model model_from_json(std::string_view text) {
       if (p.bound.loo_ratios.size() != shifts.size())
         throw ModelJsonError("bound.loo_ratios and bound.loo_shifts differ in length");
       // Models saved before the local scale have none: one width everywhere, as they were.
-      if (b.contains("local_scale")) {
-        const json& s = b.at("local_scale");
-        p.bound.scale.points = s.at("points").get<std::vector<std::vector<double>>>();
-        p.bound.scale.errors = s.at("errors").get<std::vector<double>>();
-        p.bound.scale.neighbours = s.at("neighbours").get<std::size_t>();
-        p.bound.scale.floor = s.at("floor").get<double>();
-        p.bound.run_scales = s.at("run_scales").get<std::vector<double>>();
-        if (p.bound.scale.points.size() != p.bound.loo_ratios.size() ||
-            p.bound.scale.errors.size() != p.bound.loo_ratios.size() ||
-            p.bound.run_scales.size() != p.bound.loo_ratios.size())
-          throw ModelJsonError("bound.local_scale and bound.loo_ratios differ in length");
-        for (const auto& x : p.bound.scale.points)
-          if (x.size() != m.params.size())
-            throw ModelJsonError("bound.local_scale.points entry has the wrong length");
+      if (b.contains("local_scale"))
+        read_scale(b.at("local_scale"), p.bound.loo_ratios.size(), m.params.size(), p.bound.scale,
+                   p.bound.run_scales, "bound.local_scale");
+      for (const auto& [name, c] :
+           {std::pair{"carried", &p.bound.carried}, {"line", &p.bound.line}}) {
+        if (!b.contains(name)) continue;
+        const json& jc = b.at(name);
+        const std::string where = std::string("bound.") + name;
+        c->runs = jc.at("runs").get<std::vector<std::size_t>>();
+        c->ratios = jc.at("ratios").get<std::vector<double>>();
+        if (c->ratios.size() != c->runs.size())
+          throw ModelJsonError(where + ".runs and " + where + ".ratios differ in length");
+        for (std::size_t i : c->runs)
+          if (i >= p.bound.loo_ratios.size())
+            throw ModelJsonError(where + ".runs names a run the bound does not have");
+        read_scale(jc.at("local_scale"), c->runs.size(), m.params.size(), c->scale, c->run_scales,
+                   where + ".local_scale");
       }
       for (const auto& r : jp.at("runner_ups")) p.runner_ups.push_back(function_from(r, m.params));
+      // Models saved before the slices have none: the formula alone, as they predicted.
+      if (jp.contains("batch_slices")) {
+        const json& s = jp.at("batch_slices");
+        p.slices.param = param_index(m.params, s.at("param").get<std::string>());
+        p.slices.points = s.at("points").get<std::vector<std::vector<double>>>();
+        p.slices.measured = s.at("measured").get<std::vector<double>>();
+        if (p.slices.points.size() != p.slices.measured.size())
+          throw ModelJsonError("batch_slices.points and batch_slices.measured differ in length");
+        for (const auto& x : p.slices.points)
+          if (x.size() != m.params.size())
+            throw ModelJsonError("batch_slices.points entry has the wrong length");
+      }
       m.parts.push_back(std::move(p));
     }
     return m;

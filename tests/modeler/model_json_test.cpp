@@ -42,7 +42,8 @@ TEST(ModelJson, AModelSavedBeforeTheLocalScaleKeepsItsOneWidth) {
   Bound one_width = m.parts[0].bound;
   one_width.scale = {};
   const std::vector<double> x{2, 64, 16, 4};
-  EXPECT_EQ(old.predict(old.parts[0], x).upper, upper_bound(one_width, m.parts[0].function, x));
+  EXPECT_EQ(old.predict(old.parts[0], x).upper,
+            upper_bound(one_width, m.parts[0].function, x, m.parts[0].slices));
 }
 
 TEST(ModelJson, RoundTripKeepsGpFeaturesAndCategories) {

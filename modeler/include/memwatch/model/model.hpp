@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "memwatch/model/batch_slices.hpp"
 #include "memwatch/model/dataset.hpp"
 #include "memwatch/model/function.hpp"
 #include "memwatch/model/gp_search.hpp"
@@ -43,6 +44,9 @@ struct FitOptions {
   std::size_t split_depth = 1;
   std::size_t split_lookahead = 3;  // cuts screened again with their sides cut too
   std::size_t min_regime_runs = 0;
+  // Correct each prediction by the misses of the training runs of its configuration at other
+  // batch sizes (batch_slices.hpp), where the priors name a batch parameter.
+  bool batch_slices = true;
 };
 
 // A dataset the modeler cannot fit: too few runs for the parameters (in some category).
@@ -63,6 +67,7 @@ struct SubModel {
   std::vector<std::pair<double, double>> range;  // per parameter: training min, max
   Bound bound;
   std::vector<Function> runner_ups;
+  BatchSlices slices;  // empty: the formula alone
 };
 
 struct Prediction {

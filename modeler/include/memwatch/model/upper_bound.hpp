@@ -10,12 +10,25 @@
 #include <string>
 #include <vector>
 
+#include "memwatch/model/batch_slices.hpp"
 #include "memwatch/model/dataset.hpp"
 #include "memwatch/model/function.hpp"
 #include "memwatch/model/hypothesis.hpp"
 #include "memwatch/model/local_scale.hpp"
 
 namespace memwatch::model {
+
+// The corrected prediction's leave-one-out scores (batch_slices.hpp), on the runs whose peers
+// correct them in one way (a carried miss, or a line): the population a prediction corrected
+// that way belongs to. A point without peers is predicted by the formula alone and bounded by
+// the formula's scores; the corrected ones, several times smaller, would leave it uncovered, as
+// a line's would leave a carried miss (89% coverage on the U-net sweep when pooled).
+struct CorrectedScores {
+  std::vector<std::size_t> runs;  // which runs (columns of loo_shifts)
+  std::vector<double> ratios;     // (y_i - g_{-i}(x_i)) / g_{-i}(x_i), g the corrected prediction
+  LocalScale scale;
+  std::vector<double> run_scales;
+};
 
 struct Bound {
   // "jackknife+" when there are enough runs for `level`; otherwise "jackknife+ max", the
@@ -31,6 +44,8 @@ struct Bound {
   // empty for a model saved before the scale existed: one width for every point then.
   LocalScale scale;
   std::vector<double> run_scales;
+  CorrectedScores carried;  // both empty without batch slices
+  CorrectedScores line;
 
   [[nodiscard]] bool enough_runs() const { return level >= requested_level; }
   // Runs needed for the requested level: the smallest n with ceil(level * (n + 1)) <= n.
@@ -39,10 +54,23 @@ struct Bound {
 };
 
 // `h`, fitted to `d`, must carry its leave-one-out shifts (fit_hypothesis(..., with_loo_shifts =
-// true)).
-[[nodiscard]] Bound make_bound(const Hypothesis& h, const Dataset& d, double level);
+// true)). With `slices` (of `d`'s runs) it also holds the corrected prediction's scores: each
+// run's leave-one-out value is then the formula fitted without it, corrected by its peers'
+// misses from that formula.
+[[nodiscard]] Bound make_bound(const Hypothesis& h, const Dataset& d, double level,
+                               const BatchSlices& slices = {});
 
-// The bound at x for the model `f` the bound was made from.
-[[nodiscard]] double upper_bound(const Bound& b, const Function& f, std::span<const double> x);
+// Whether the corrected predictions miss their left-out runs less than the formula does, on the
+// runs that have peers. Where runs scatter independently (noise, not a configuration's own
+// offset) a peer's miss is its noise, and carrying it over adds it to this run's.
+[[nodiscard]] bool corrections_pay(const Bound& b);
+
+// The bound at x for the model `f` the bound was made from, and the slices it was made with.
+[[nodiscard]] double upper_bound(const Bound& b, const Function& f, std::span<const double> x,
+                                 const BatchSlices& slices = {});
+
+// f's value at x, corrected by the misses of x's peers in `slices`.
+[[nodiscard]] double corrected_value(const Function& f, std::span<const double> x,
+                                     const BatchSlices& slices);
 
 }  // namespace memwatch::model
