@@ -28,6 +28,7 @@ struct TermSearchOptions {
   // together they give the factor an offset, which neither gives alone.
   std::size_t pairs_per_step = 2;
   std::size_t refit_limit = 256;  // pool subsets fitted properly (sign checks, exact costs)
+  std::size_t refit_per_size = 4;  // and at least this many of each size
   bool swaps = true;  // improve the best subset of each size by swaps against the dictionary
   bool nonnegative = true;
   // The loss the best subsets are fitted and ranked by (the scan before them is least squares).
