@@ -52,7 +52,7 @@ nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& reque
   }
   // An ipc endpoint without its socket file has no daemon: say so at once, not after waiting.
   if (endpoint.starts_with("ipc://") && !std::filesystem::exists(endpoint.substr(6)))
-    throw std::runtime_error(no_daemon);
+    throw DaemonUnreachable(no_daemon);
   zmq::context_t context(1);
   zmq::socket_t socket(context, zmq::socket_type::req);
   socket.set(zmq::sockopt::linger, 0);
@@ -69,7 +69,7 @@ nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& reque
   const std::string text = request.dump();
   zmq::message_t reply;
   if (!socket.send(zmq::buffer(text), zmq::send_flags::none) || !socket.recv(reply))
-    throw std::runtime_error(no_daemon);
+    throw DaemonUnreachable(no_daemon);
   auto answer = nlohmann::json::parse(reply.to_string(), nullptr, false);
   if (!answer.is_object()) throw std::runtime_error("memwatchd sent a reply that is not JSON");
   if (answer.value("ok", false) != true)

@@ -20,9 +20,14 @@ struct DaemonQuery {
 // --curve-keys, else MEMWATCH_CURVE_KEYS. `args` must accept both options.
 DaemonQuery daemon_query(const Args& args);
 
-// Sends `request` and returns the reply; throws std::runtime_error naming the endpoint when no
-// daemon answers within `deadline`, or when the reply says ok:false (with its error), and
-// UsageError when the key folder cannot be read.
+// No daemon answered within the deadline (or none listens where one was looked for).
+struct DaemonUnreachable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Sends `request` and returns the reply; throws DaemonUnreachable naming the endpoint when no
+// daemon answers within `deadline`, std::runtime_error when the reply says ok:false (with its
+// error), and UsageError when the key folder cannot be read.
 nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& request,
                           std::chrono::milliseconds deadline = std::chrono::seconds(5));
 
