@@ -66,40 +66,40 @@ static int valid_workload(const char* name) {
   return 1;
 }
 
-static int on_memwatch(int val, const char* optarg, int remote) {
+static int on_memwatch(int val, const char* value, int remote) {
   (void)val;
   (void)remote;
   job_watched = 1;
-  if (optarg == NULL || *optarg == '\0') return 0;
-  if (!valid_workload(optarg)) {
+  if (value == NULL || *value == '\0') return 0;
+  if (!valid_workload(value)) {
     slurm_error(
         "memwatch: --memwatch=%s: a workload name is letters, digits, '_', '-', '.' "
         "(at most 63)",
-        optarg);
+        value);
     return -1;
   }
-  return copy_text(job_workload, optarg, "--memwatch");
+  return copy_text(job_workload, value, "--memwatch");
 }
 
-static int on_params(int val, const char* optarg, int remote) {
+static int on_params(int val, const char* value, int remote) {
   (void)val;
   (void)remote;
   job_watched = 1;
-  return copy_text(job_params, optarg, "--memwatch-params");
+  return copy_text(job_params, value, "--memwatch-params");
 }
 
-static int on_argv_params(int val, const char* optarg, int remote) {
+static int on_argv_params(int val, const char* value, int remote) {
   (void)val;
   (void)remote;
   job_watched = 1;
-  return copy_text(job_argv_params, optarg, "--memwatch-argv-params");
+  return copy_text(job_argv_params, value, "--memwatch-argv-params");
 }
 
-static int on_config_params(int val, const char* optarg, int remote) {
+static int on_config_params(int val, const char* value, int remote) {
   (void)val;
   (void)remote;
   job_watched = 1;
-  return copy_text(job_config_params, optarg, "--memwatch-config-params");
+  return copy_text(job_config_params, value, "--memwatch-config-params");
 }
 
 static struct spank_option options[] = {
