@@ -21,6 +21,8 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+constexpr std::chrono::milliseconds kRefusalWait{200};
+
 constexpr const char* usage =
     "usage: memwatch advise --workload W --params LIST [--mem-mb N] [--gres TRES]\n"
     "         [--partition P] [--settings FILE] [--policy advise|fill|raise|reject]\n"
@@ -222,6 +224,13 @@ int cmd_advise(std::span<char* const> argv) {
   }
 
   const auto deadline = started + in.deadline;
+  // A daemon's host that is up without the daemon says so at once: no need to wait it out.
+  if (daemon_refuses_connection(in.daemon.endpoint, kRefusalWait)) {
+    answer("keep", {{"error", "connection refused"}},
+           "memwatch: memwatchd is not running at " + in.daemon.endpoint +
+               "; the job is left as submitted");
+    return 0;
+  }
   std::optional<Bound> host, device;
   try {
     std::optional<double> node, gpus;

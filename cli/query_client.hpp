@@ -31,4 +31,9 @@ struct DaemonUnreachable : std::runtime_error {
 nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& request,
                           std::chrono::milliseconds deadline = std::chrono::seconds(5));
 
+// Whether the host of a tcp:// endpoint refuses a connection outright (it is up, no daemon
+// listens): known within `wait`, where a ZeroMQ request would retry until its deadline. False
+// for other transports, and when no refusal came in time.
+bool daemon_refuses_connection(const std::string& endpoint, std::chrono::milliseconds wait);
+
 }  // namespace memwatch::cli

@@ -12,7 +12,7 @@
 -- submitted; only a job whose own memwatch options are malformed, or that cannot fit under the
 -- reject policy, is refused.
 
-local NO_VAL64 = 18446744073709551614
+local NO_VAL = 4294967294  -- Slurm's "not set" for 32-bit fields
 
 local function script_dir()
   local source = debug.getinfo(1, "S").source
@@ -55,7 +55,7 @@ local function requested_mem_mb(job_desc)
   if job_desc.min_mem_per_node ~= nil then return job_desc.min_mem_per_node end
   if job_desc.min_mem_per_cpu ~= nil then
     local cpus = job_desc.min_cpus
-    if cpus == nil or cpus >= NO_VAL64 or cpus < 1 then cpus = 1 end
+    if cpus == nil or cpus >= NO_VAL or cpus < 1 then cpus = 1 end
     return job_desc.min_mem_per_cpu * cpus
   end
   return nil

@@ -231,12 +231,14 @@ static void set_task_env(spank_t sp, const char* name, const char* value) {
   if (value[0] != '\0') spank_setenv(sp, name, value, 1);
 }
 
-/* LD_PRELOAD with the shim first, after whatever the job preloads itself. */
+/* LD_PRELOAD with the shim after whatever the job preloads itself; once, as a step started from
+ * a watched batch script inherits the script's LD_PRELOAD. */
 static void add_preload(spank_t sp) {
   char current[kTextMax];
   char preload[2 * kTextMax + 2];
-  if (spank_getenv(sp, "LD_PRELOAD", current, sizeof current) == ESPANK_SUCCESS &&
-      current[0] != '\0')
+  if (spank_getenv(sp, "LD_PRELOAD", current, sizeof current) != ESPANK_SUCCESS) current[0] = '\0';
+  if (strstr(current, site_shim) != NULL) return;
+  if (current[0] != '\0')
     snprintf(preload, sizeof preload, "%s:%s", current, site_shim);
   else
     snprintf(preload, sizeof preload, "%s", site_shim);
@@ -269,6 +271,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     return 0;
   }
   add_preload(sp);
+  /* Each task of a step is a run of its own, tagged with the step: not a member of the batch
+   * script's run, whose MEMWATCH_JOB the step inherits from srun's environment. */
+  spank_unsetenv(sp, "MEMWATCH_JOB");
   set_task_env(sp, "MEMWATCH_ENDPOINT", site_endpoint);
   set_task_env(sp, "MEMWATCH_WORKLOAD", job_workload);
   set_task_env(sp, "MEMWATCH_PARAMS", job_params);

@@ -146,11 +146,36 @@ PY
 "$memwatch" report --user root --last 3 | grep -q "^job $job " || fail "report --user root"
 pass "report --slurm: requested, predicted, measured and what it should have requested"
 
+# ---- a step: srun in a watched batch script is watched too, its run tagged JOBID.0 (another
+# workload, so that the batch script's own run, bash and srun, stays out of the model above)
+printf '#!/bin/bash\nsrun "%s" alloc_mib 64\n' "$patterns" >"$dir/job-step.sh"
+job=$(sbatch --parsable --memwatch=step-check --memwatch-params batch=8 -o "$dir/job-step.out" \
+  "$dir/job-step.sh" 2>/dev/null) || fail "the step job was refused"
+job=${job%%;*}
+wait_done "$job"
+step_run_finished() {
+  "$memwatch" runs --workload step-check --json | /usr/bin/python3 -c '
+import json, sys
+runs = json.load(sys.stdin)["runs"]
+step = [r for r in runs if r["scheduler_job"] == sys.argv[1] + ".0" and r["status"] == "finished"]
+sys.exit(not (len(step) == 1 and 64 << 20 <= step[0]["host_peak_bytes"] < 66 << 20
+              and step[0]["params"] == {"batch": 8}))' "$1"
+}
+wait_for "step_run_finished $job" 10 ||
+  fail "no run of step $job.0: $("$memwatch" runs --workload step-check --json)"
+pass "an srun step of a watched job is a run of its own, tagged $job.0"
+
 # ---- a request given by the user is kept under fill
 job=$(sbatch --parsable --mem=100 --memwatch=unet3d-train --memwatch-params batch=32 \
   -o /dev/null --wrap true 2>/dev/null)
 [ "$(job_field "${job%%;*}" MinMemoryNode)" = 100M ] || fail "fill changed a user's --mem=100"
 pass "fill keeps a request the user gave"
+settings raise
+job=$(sbatch --parsable --mem=100 --memwatch=unet3d-train --memwatch-params batch=32 \
+  -o /dev/null --wrap true 2>/dev/null)
+mem=$(job_field "${job%%;*}" MinMemoryNode)
+[ "${mem%M}" -ge 256 ] && [ "${mem%M}" -le 320 ] || fail "raise left --mem=100 at $mem"
+pass "raise: --mem=100 raised to $mem"
 
 # ---- reject: a job whose bound exceeds the node is refused, naming the batch that fits
 settings reject
@@ -178,7 +203,7 @@ grep -q -- "--memwatch-params 'batch=eight'" "$dir/sbatch.err" ||
 pass "malformed --memwatch-params refused: $(grep -o 'memwatch:.*' "$dir/sbatch.err" | head -1)"
 
 # ---- a hung daemon, then none: jobs go through unchanged, within the hard limit (timeout_s=3)
-submit_unchanged() {  # submit_unchanged WHAT: sbatch in time, no --mem set
+submit_unchanged() {  # submit_unchanged WHAT MESSAGE: sbatch in time, no --mem set, MESSAGE said
   local started=$SECONDS job
   job=$(sbatch --parsable --memwatch=unet3d-train --memwatch-params batch=16 \
     -o "$dir/job-$1.out" -e "$dir/job-$1.err" "$dir/job.sh" 16 2>"$dir/sbatch.err") ||
@@ -187,23 +212,25 @@ submit_unchanged() {  # submit_unchanged WHAT: sbatch in time, no --mem set
   [ "$took" -le 5 ] || fail "$1: sbatch took ${took} s"
   [ "$(job_field "${job%%;*}" MinMemoryNode)" = 0 ] ||
     fail "$1: the job's request was changed: $(scontrol show job -o "$job")"
+  grep -q "$2" "$dir/sbatch.err" || fail "$1: sbatch did not say '$2': $(cat "$dir/sbatch.err")"
   pass "$1: accepted unchanged in ${took} s ($(grep -o 'memwatch:.*' "$dir/sbatch.err" || echo 'no message'))"
   last_job=${job%%;*}
 }
 settings fill
 kill -STOP "$daemon_pid"
-submit_unchanged "daemon hung"
+submit_unchanged "daemon hung" "memwatch: no answer from memwatchd within 1500 ms"
 kill -CONT "$daemon_pid"
 wait_done "$last_job"
 kill "$daemon_pid"
 wait "$daemon_pid" || true
 daemon_pid=""
-submit_unchanged "daemon stopped"
+submit_unchanged "daemon stopped" "memwatch: memwatchd is not running at $MEMWATCH_QUERY"
 wait_done "$last_job"
 lines=$(grep -c . "$dir/job-daemon stopped.err" || true)
 grep -q "^memwatch: memwatchd at $ingest cannot be reached from " "$dir/job-daemon stopped.err" &&
   [ "$lines" = 1 ] || fail "the job's stderr: $(cat "$dir/job-daemon stopped.err")"
-grep -qx 'preload=none' "$dir/job-daemon stopped.out" && grep -q '"peak":16' "$dir/job-daemon stopped.out" ||
+grep -qx 'preload=none' "$dir/job-daemon stopped.out" &&
+  grep -q '"peak":16' "$dir/job-daemon stopped.out" ||
   fail "the job did not run, or not without the shim: $(cat "$dir/job-daemon stopped.out")"
 pass "a job on a node without the daemon runs unchanged, one line in its stderr"
 
