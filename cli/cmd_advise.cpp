@@ -59,24 +59,22 @@ std::map<std::string, std::string> read_settings(const std::string& path) {
   return settings;
 }
 
-// name=number[,name=number...], the grammar of the shim's MEMWATCH_PARAMS.
+// The job's parameters, read as the shim reads MEMWATCH_PARAMS (protocol/parse.hpp).
 json parse_params(const std::string& text) {
   json params = json::object();
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    start = comma + 1;
-    if (item.empty()) continue;
-    const auto eq = item.find('=');
-    const std::string name = eq == std::string::npos ? "" : item.substr(0, eq);
-    try {
-      if (!protocol::valid_name(name)) throw UsageError("bad name");
-      params[name] = parse_number(item.substr(eq + 1), name);
-    } catch (const UsageError&) {
-      throw JobInputError("--memwatch-params '" + text +
-                          "': expected name=number[,name=number...]" + ", got '" + item + "'");
-    }
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.find_first_not_of(" \t") == std::string_view::npos) continue;
+    std::string_view name;
+    double value = 0;
+    if (!protocol::parse_param(item, name, value))
+      throw JobInputError("--memwatch-params '" + text + "': expected " +
+                          std::string(protocol::kParamListForm) + ", got '" + std::string(item) +
+                          "'");
+    params[std::string(name)] = value;
   }
   return params;
 }

@@ -137,7 +137,9 @@ TEST(AdviseCommand, BadSiteSettingsKeepTheJobAndSaySo) {
 }
 
 TEST(AdviseCommand, NoDaemonKeepsTheJobAsSubmitted) {
-  const auto r = advise({"--workload", "w", "--params", "batch=8", "--policy", "reject"}, 0);
+  // Blanks and empty items are allowed, as the shim allows them in MEMWATCH_PARAMS.
+  const auto r =
+      advise({"--workload", "w", "--params", " batch = 8 , ,dim=2", "--policy", "reject"}, 0);
   EXPECT_EQ(r["decision"], "keep");
   EXPECT_NE(r["message"].get<std::string>().find("left as submitted"), std::string::npos);
 }
