@@ -30,7 +30,8 @@ constexpr const char* usage =
     "         [--query EP] [--curve-keys DIR]\n"
     "Prints one line of JSON: the decision for the job (keep, set_mem with mem_mb, reject) and\n"
     "a message for the user. FILE holds the site's settings as key = value lines (policy,\n"
-    "node_mem, node_mem.PARTITION, gpu_mem, vary, deadline_ms, query, curve_keys); options win.";
+    "node_mem, node_mem.PARTITION, gpu_mem, vary, deadline_ms (500), query, curve_keys); options\n"
+    "win.";
 
 // Bad input from the job (its parameters, its workload, its GPUs): the job is refused with this.
 struct JobInputError : std::runtime_error {
@@ -107,7 +108,7 @@ struct Inputs {
   SizingPolicy policy = SizingPolicy::advise;
   JobRequest job;
   json params;
-  std::chrono::milliseconds deadline{1500};
+  std::chrono::milliseconds deadline{500};  // the queries take milliseconds
   DaemonQuery daemon;
 };
 
