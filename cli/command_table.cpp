@@ -19,6 +19,8 @@ int cmd_plot(std::span<char* const> args);
 int cmd_max(std::span<char* const> args);
 int cmd_keygen(std::span<char* const> args);
 int cmd_env(std::span<char* const> args);
+int cmd_advise(std::span<char* const> args);
+int cmd_report(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array table{
@@ -39,6 +41,14 @@ std::span<const Command> commands() {
               cmd_max},
       Command{"plot", "draw runs and model: plot --workload W --x P [--by P] --out F.png|.svg",
               cmd_plot},
+      Command{"advise",
+              "size a batch job at submission, one line of JSON: advise --workload W --params "
+              "LIST [--mem-mb N] [--gres TRES] [--settings FILE]",
+              cmd_advise},
+      Command{"report",
+              "a Slurm job's memory, requested vs predicted vs measured: report --slurm JOBID | "
+              "--user U [--last N]",
+              cmd_report},
       Command{"keygen", "CurveZMQ keys for a daemon and its nodes: keygen DIR [--force]",
               cmd_keygen},
       Command{"env", "the shim's environment variables: env [--markdown]", cmd_env},

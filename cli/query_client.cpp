@@ -1,5 +1,11 @@
 #include "query_client.hpp"
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -52,7 +58,7 @@ nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& reque
   }
   // An ipc endpoint without its socket file has no daemon: say so at once, not after waiting.
   if (endpoint.starts_with("ipc://") && !std::filesystem::exists(endpoint.substr(6)))
-    throw std::runtime_error(no_daemon);
+    throw DaemonUnreachable(no_daemon);
   zmq::context_t context(1);
   zmq::socket_t socket(context, zmq::socket_type::req);
   socket.set(zmq::sockopt::linger, 0);
@@ -69,12 +75,51 @@ nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& reque
   const std::string text = request.dump();
   zmq::message_t reply;
   if (!socket.send(zmq::buffer(text), zmq::send_flags::none) || !socket.recv(reply))
-    throw std::runtime_error(no_daemon);
+    throw DaemonUnreachable(no_daemon);
   auto answer = nlohmann::json::parse(reply.to_string(), nullptr, false);
   if (!answer.is_object()) throw std::runtime_error("memwatchd sent a reply that is not JSON");
   if (answer.value("ok", false) != true)
     throw std::runtime_error(answer.value("error", std::string("the daemon refused")));
   return answer;
+}
+
+bool daemon_refuses_connection(const std::string& endpoint, std::chrono::milliseconds wait) {
+  if (!endpoint.starts_with("tcp://")) return false;
+  const std::string address = endpoint.substr(6);
+  const std::size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host.empty() || host == "*") host = "127.0.0.1";
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), address.substr(colon + 1).c_str(), &hints, &found) != 0)
+    return false;
+  bool refused = found != nullptr;
+  for (addrinfo* a = found; a != nullptr && refused; a = a->ai_next) {
+    const int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      refused = false;
+      break;
+    }
+    int error = 0;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      error = errno;
+      if (error == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        socklen_t length = sizeof error;
+        if (poll(&p, 1, static_cast<int>(wait.count())) != 1 ||
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0)
+          error = ETIMEDOUT;
+      }
+    }
+    close(fd);
+    refused = error == ECONNREFUSED;
+  }
+  freeaddrinfo(found);
+  return refused;
 }
 
 }  // namespace memwatch::cli

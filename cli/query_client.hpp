@@ -20,10 +20,20 @@ struct DaemonQuery {
 // --curve-keys, else MEMWATCH_CURVE_KEYS. `args` must accept both options.
 DaemonQuery daemon_query(const Args& args);
 
-// Sends `request` and returns the reply; throws std::runtime_error naming the endpoint when no
-// daemon answers within `deadline`, or when the reply says ok:false (with its error), and
-// UsageError when the key folder cannot be read.
+// No daemon answered within the deadline (or none listens where one was looked for).
+struct DaemonUnreachable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Sends `request` and returns the reply; throws DaemonUnreachable naming the endpoint when no
+// daemon answers within `deadline`, std::runtime_error when the reply says ok:false (with its
+// error), and UsageError when the key folder cannot be read.
 nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& request,
                           std::chrono::milliseconds deadline = std::chrono::seconds(5));
+
+// Whether the host of a tcp:// endpoint refuses a connection outright (it is up, no daemon
+// listens): known within `wait`, where a ZeroMQ request would retry until its deadline. False
+// for other transports, and when no refusal came in time.
+bool daemon_refuses_connection(const std::string& endpoint, std::chrono::milliseconds wait);
 
 }  // namespace memwatch::cli

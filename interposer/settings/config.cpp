@@ -26,12 +26,7 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool parse_double(std::string_view text, double& out) {
-  text = trim(text);
-  if (text.empty()) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size() && std::isfinite(out);
-}
+using protocol::parse_finite;
 
 // Workload and parameter names: the protocol's rule, which the daemon applies too.
 using protocol::valid_name;
@@ -72,12 +67,12 @@ std::string set_param(Config& config, std::string_view name, double value) {
 
 std::string config_parse_params(std::string_view text, Config& config) {
   return for_each_item(text, [&](std::string_view item) -> std::string {
-    const std::size_t eq = item.find('=');
+    std::string_view name;
     double value = 0;
-    if (eq == std::string_view::npos || !valid_name(trim(item.substr(0, eq))) ||
-        !parse_double(item.substr(eq + 1), value))
-      return "expected name=number[,name=number...], got '" + std::string(item) + "'";
-    return set_param(config, trim(item.substr(0, eq)), value);
+    if (!protocol::parse_param(item, name, value))
+      return "expected " + std::string(protocol::kParamListForm) + ", got '" + std::string(item) +
+             "'";
+    return set_param(config, name, value);
   });
 }
 
@@ -107,7 +102,7 @@ std::string config_parse_argv_params(std::string_view spec, int argc, char** arg
     const auto value = flag_value(flag, argc, argv);
     if (!value) return {};
     double number = 0;
-    if (!parse_double(*value, number))
+    if (!parse_finite(*value, number))
       return "the program's " + std::string(flag) + " is '" + std::string(*value) +
              "', not a number (parameter '" + std::string(name) + "' left out)";
     return set_param(config, name, number);

@@ -1,6 +1,7 @@
-// Text every side reads the same way: sizes ("24GiB", "1.5G", "512MB", "1000") and names
-// (workloads and parameters: letters, digits, '_', '-', '.'). Allocation-free: the shim reads
-// its environment with them before the program's main.
+// Text every side reads the same way: sizes ("24GiB", "1.5G", "512MB", "1000"), names
+// (workloads and parameters: letters, digits, '_', '-', '.') and a run's parameters
+// ("batch=8,dim=128": the shim's MEMWATCH_PARAMS, Slurm's --memwatch-params). Allocation-free:
+// the shim reads its environment with them before the program's main.
 #pragma once
 
 #include <cctype>
@@ -63,6 +64,26 @@ inline std::int64_t parse_size(std::string_view text) noexcept {
     }
   }
   return -1;
+}
+
+// A finite number, blanks around it allowed and nothing else.
+inline bool parse_finite(std::string_view text, double& out) noexcept {
+  text = parse_detail::trim(text);
+  if (text.empty()) return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size() && std::isfinite(out);
+}
+
+// A parameter list is `name=number` items separated by commas; blanks around an item or its
+// parts are allowed, empty items skipped.
+inline constexpr std::string_view kParamListForm = "name=number[,name=number...]";
+
+// One item of a parameter list; false when it is not name=number.
+inline bool parse_param(std::string_view item, std::string_view& name, double& value) noexcept {
+  const std::size_t eq = item.find('=');
+  if (eq == std::string_view::npos) return false;
+  name = parse_detail::trim(item.substr(0, eq));
+  return valid_name(name) && parse_finite(item.substr(eq + 1), value);
 }
 
 }  // namespace memwatch::protocol
