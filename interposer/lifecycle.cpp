@@ -49,6 +49,9 @@ DaemonLink* g_link = nullptr;  // null when no daemon listened at start
 // How long the program waits, before main, for the daemon's verdict on its run; only when the
 // daemon's socket exists.
 constexpr std::chrono::milliseconds kVerdictWait{1000};
+// How long _exit may wait for the reporter's BYE (it looks within its 100 ms period, and sends
+// within the link's linger).
+constexpr std::chrono::milliseconds kExitByeWait{1000};
 // The exit status when MEMWATCH_ON_OOM=abort stops a run predicted not to fit (EX_TEMPFAIL:
 // "try again", with a smaller configuration).
 constexpr int kOomAbortStatus = 75;
@@ -308,6 +311,16 @@ void warn_config(const std::string& message) { log_line("%s", message.c_str()); 
 
 const char* environment(const char* name) { return std::getenv(name); }
 
+// A program that ends by _exit (dash does, and Python's os._exit) runs no destructor: its BYE is
+// asked of the reporter thread here, or the daemon would find the process gone without one and
+// store the run as killed. Only where the link is this process's own (not in a vfork child,
+// which shares its parent's memory), and never for longer than kExitByeWait.
+void say_bye_before_exit(int status) noexcept {
+  if (g_link == nullptr || getpid() != g_pid) return;
+  g_link->set_exit(ExitCause::underscore_exit, status);
+  g_reporter->stop_before_exit(kExitByeWait);
+}
+
 }  // namespace
 
 // Runs after libc and libstdc++ are initialised (they are our dependencies), before the
@@ -349,7 +362,10 @@ __attribute__((destructor(101))) static void memwatch_stop() {
 
 MEMWATCH_HOOK [[noreturn]] void _exit(int status) {
   if (!g_ready.load(std::memory_order_acquire)) real_functions_resolve();
-  if (g_started) finish(ExitCause::underscore_exit, status);
+  if (g_started) {
+    say_bye_before_exit(status);
+    finish(ExitCause::underscore_exit, status);
+  }
   g_real.exit_now(status);
   __builtin_unreachable();
 }

@@ -160,7 +160,8 @@ void DaemonLink::stopping(const CounterSnapshot& s) {
   last.rss_hwm = proc_rss_hwm_bytes();  // the figures of source `process`
   protocol::copy_run_figures(last, bye);
   bye.device_peaks = protocol::device_peaks_of(last);
-  bye.cause = protocol::ExitCause::exit;
+  bye.cause = exit_cause_.load(std::memory_order_acquire);
+  bye.detail = exit_detail_.load(std::memory_order_relaxed);
   send(protocol::encode(bye));
   // Only a daemon that answered is worth waiting for; otherwise queued frames are dropped.
   set_int(*zmq_, socket_, ZMQ_LINGER, heard_from_daemon_ ? kByeLingerMs : 0);

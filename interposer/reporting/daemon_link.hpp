@@ -4,6 +4,7 @@
 // drops samples, and when no daemon ever answered nothing lingers at exit.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -44,6 +45,12 @@ class DaemonLink final : public ReporterClient {
   void started() override;
   void sampled(const CounterSnapshot& s) override;
   void stopping(const CounterSnapshot& s) override;
+  // How the program is ending, for BYE, when not by returning from main or exit(): set before
+  // the reporter is asked to stop (_exit's status, say).
+  void set_exit(protocol::ExitCause cause, int detail) noexcept {
+    exit_detail_.store(detail, std::memory_order_relaxed);
+    exit_cause_.store(cause, std::memory_order_release);
+  }
 
  private:
   bool open_socket();
@@ -56,6 +63,8 @@ class DaemonLink final : public ReporterClient {
   void* context_ = nullptr;
   void* socket_ = nullptr;
   bool heard_from_daemon_ = false;
+  std::atomic<protocol::ExitCause> exit_cause_{protocol::ExitCause::exit};
+  std::atomic<int> exit_detail_{0};
   std::int64_t last_sent_peak_ = 0;
   double last_sent_at_ = 0;
 

@@ -1,5 +1,7 @@
 #include "reporting/reporter.hpp"
 
+#include <time.h>
+
 #include <new>
 
 namespace memwatch::shim {
@@ -10,6 +12,8 @@ void Reporter::start(const ReporterOptions& options, ReporterClient* client, War
   client_ = client;
   warning_ = std::move(warning);
   stopping_ = false;
+  exit_requested_.store(false, std::memory_order_relaxed);
+  stopped_.store(false, std::memory_order_relaxed);
   thread_ = std::thread([this] {
     counters_thread_is_internal();
     run();
@@ -33,22 +37,43 @@ void Reporter::forget_after_fork() noexcept {
   new (&mutex_) std::mutex();
   new (&wake_) std::condition_variable();
   stopping_ = false;
+  exit_requested_.store(false, std::memory_order_relaxed);
+  stopped_.store(false, std::memory_order_relaxed);
   host_watch_.reset();
   for (auto& w : device_watch_) w.reset();
 }
 
 void Reporter::run() {
   if (client_) client_->started();
+  const auto asked_to_stop = [this] {
+    return stopping_ || exit_requested_.load(std::memory_order_acquire);
+  };
   std::unique_lock lock(mutex_);
-  while (!stopping_) {
+  while (!asked_to_stop()) {
     lock.unlock();
     sample();
     lock.lock();
-    wake_.wait_for(lock, options_.period, [this] { return stopping_; });
+    wake_.wait_for(lock, options_.period, asked_to_stop);
   }
   lock.unlock();
   sample();
   if (client_) client_->stopping(snapshot());
+  stopped_.store(true, std::memory_order_release);
+}
+
+bool Reporter::stop_before_exit(std::chrono::milliseconds deadline) noexcept {
+  if (!thread_.joinable()) return false;
+  exit_requested_.store(true, std::memory_order_release);
+  // Polls with nanosleep (async-signal-safe): waking the thread would take its mutex, which a
+  // signal handler must not, and the thread looks again within its period.
+  constexpr long kPollNs = 2'000'000;
+  for (auto waited = std::chrono::nanoseconds(0); waited < deadline;
+       waited += std::chrono::nanoseconds(kPollNs)) {
+    if (stopped_.load(std::memory_order_acquire)) return true;
+    timespec pause{0, kPollNs};
+    nanosleep(&pause, nullptr);
+  }
+  return stopped_.load(std::memory_order_acquire);
 }
 
 CounterSnapshot Reporter::snapshot() const {

@@ -4,6 +4,7 @@
 // client (the daemon link) when it starts, samples and stops.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -58,6 +59,10 @@ class Reporter {
   void stop();
   // In a forked child: the thread did not survive fork; forget it without joining.
   void forget_after_fork() noexcept;
+  // From _exit, on any thread and perhaps in a signal handler: asks the thread for its last
+  // sample and stop, and waits at most `deadline` for it to finish, taking no lock (the thread
+  // sees the request within its period). False when it did not finish in time.
+  bool stop_before_exit(std::chrono::milliseconds deadline) noexcept;
 
   [[nodiscard]] std::uint64_t samples_taken() const noexcept { return samples_; }
 
@@ -75,6 +80,8 @@ class Reporter {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  std::atomic<bool> exit_requested_{false};
+  std::atomic<bool> stopped_{false};
   protocol::CapacityWatch host_watch_;
   protocol::CapacityWatch device_watch_[kMaxDevices];
   std::atomic<std::uint64_t> samples_{0};

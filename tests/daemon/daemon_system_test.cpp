@@ -129,6 +129,31 @@ TEST(Daemon, EveryRunFigureComesBackThroughRunsAsTheReportHasIt) {
   EXPECT_EQ(run["device_peaks"].get<std::vector<std::int64_t>>(), device_peaks);
 }
 
+// dash ends by _exit (every `sbatch --wrap` script does), as Python's os._exit does: no
+// destructor runs, and without the BYE asked of the reporter there the daemon found the process
+// gone and stored a run that ended with status 3 as killed.
+TEST(Daemon, AProgramEndingByUnderscoreExitIsStoredAsEndedWithItsStatus) {
+  test::TempDir dir;
+  Daemon daemon(dir.path());
+  const auto ended =
+      test::run({"/usr/bin/python3", "-c", "import os; b = bytearray(48 << 20); os._exit(3)"},
+                shim_env(daemon, "underscore", "n=1"));
+  ASSERT_EQ(ended.exit_code, 3) << ended.err;
+  const auto shell =
+      test::run({"/bin/dash", "-c", "/bin/true; exit 4"}, shim_env(daemon, "underscore", "n=2"));
+  ASSERT_EQ(shell.exit_code, 4) << shell.err;
+  const json runs = daemon.wait_runs("underscore", [](const json& r) {
+    return r.size() == 2 && r[0]["status"] != "running" && r[1]["status"] != "running";
+  });
+  ASSERT_EQ(runs.size(), 2u) << runs.dump();
+  for (const json& run : runs) {
+    EXPECT_EQ(run["status"], "finished") << run.dump();
+    EXPECT_EQ(run["exit_cause"], "_exit") << run.dump();
+  }
+  const json& python = runs[0]["params"]["n"] == 1 ? runs[0] : runs[1];
+  EXPECT_GE(python["host_peak_bytes"].get<std::int64_t>(), 48 << 20);
+}
+
 TEST(Daemon, AClientKilledMidRunIsRecoveredWithItsLastPeak) {
   test::TempDir dir;
   Daemon daemon(dir.path());
