@@ -86,9 +86,9 @@ wait_done() {  # wait_done ID
 }
 
 # ---- fill: no --mem, the model's bound becomes the request; the run is stored with its job id
-# A batch script as users write them. (Not --wrap: its /bin/sh, dash, ends with _exit, after
-# which the shim sends no BYE and the daemon stores the run as killed, with its last peak.)
-printf '#!/bin/bash\necho "preload=${LD_PRELOAD:-none}"\n"%s" alloc_mib "$1"\n' "$patterns" \
+# A batch script as `sbatch --wrap` writes them: /bin/sh, dash, which ends with _exit (the run
+# must still be stored as finished, not killed).
+printf '#!/bin/sh\necho "preload=${LD_PRELOAD:-none}"\n"%s" alloc_mib "$1"\n' "$patterns" \
   >"$dir/job.sh"
 out=$(sbatch --parsable --memwatch=unet3d-train --memwatch-params batch=32 \
   -o "$dir/job-fill.out" "$dir/job.sh" 256 2>"$dir/sbatch.err") ||
