@@ -2,7 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
-#include <regex>
+#include <string_view>
 
 #include "store_schema.hpp"
 
@@ -15,6 +15,9 @@ namespace {
 
 // The advisory lock the daemons take while one of them makes or extends the schema.
 constexpr std::int64_t kSchemaLock = 0x6d656d7761746368;  // "memwatch"
+// Seconds a connection attempt may take: the daemon's loop waits that long at worst, once a
+// second, while the server's host does not answer.
+constexpr const char* kConnectTimeout = "2";
 // Samples per INSERT: six parameters each, under the protocol's 65,535.
 constexpr std::size_t kSamplesPerInsert = 5000;
 
@@ -28,9 +31,12 @@ std::string number(double v) {
   return text;
 }
 
-// The URL with any password blanked, for messages.
-std::string without_password(const std::string& url) {
-  return std::regex_replace(url, std::regex("(://[^:/@]*):[^@/]*@"), "$1:***@");
+// A server stopped or restarting ends the session: nothing more goes through this connection.
+bool session_ended(PGconn* connection, const PGresult* result) {
+  if (PQstatus(connection) == CONNECTION_BAD) return true;
+  const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+  // Class 57P: admin_shutdown, crash_shutdown, cannot_connect_now.
+  return state != nullptr && std::string_view(state).starts_with("57P");
 }
 
 std::string declaration(const Column& c) {
@@ -117,13 +123,30 @@ std::string placeholders(int first, int n) {
 
 }  // namespace
 
+void PostgresStore::check_url(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  if (options == nullptr) {
+    const std::string why = error ? error : "out of memory";
+    PQfreemem(error);
+    throw StoreError("'" + without_password(url) +
+                     "' is not a PostgreSQL URL (expected postgresql://USER@HOST/DB): " + why);
+  }
+  PQconninfoFree(options);
+}
+
 PostgresStore::PostgresStore(const std::string& url, StoreAccess access)
     : server_(without_password(url)) {
-  connection_ = PQconnectdb(url.c_str());
+  // The URL comes last, so a connect_timeout it sets wins over this default.
+  const char* keys[] = {"connect_timeout", "dbname", nullptr};
+  const char* values[] = {kConnectTimeout, url.c_str(), nullptr};
+  connection_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (PQstatus(connection_) != CONNECTION_OK) {
-    const std::string why = PQerrorMessage(connection_);
+    std::string why = PQerrorMessage(connection_);
+    while (!why.empty() && why.back() == '\n') why.pop_back();
     PQfinish(connection_);
-    throw StoreError("cannot connect to the PostgreSQL store " + server_ + ": " + why);
+    throw StoreError("cannot connect to the PostgreSQL store " + server_ + ": " + why,
+                     StoreFault::unreachable);
   }
   if (access == StoreAccess::read_write) make_schema();
 }
@@ -142,9 +165,11 @@ PostgresStore::Result PostgresStore::execute(const std::string& sql,
            PQclear);
   const ExecStatusType status = PQresultStatus(r.get());
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    std::string why = PQresultErrorMessage(r.get());
+    std::string why = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(connection_);
     while (!why.empty() && why.back() == '\n') why.pop_back();
-    throw StoreError("store " + server_ + ": " + why);
+    throw StoreError("store " + server_ + ": " + why, session_ended(connection_, r.get())
+                                                          ? StoreFault::unreachable
+                                                          : StoreFault::refused);
   }
   return r;
 }

@@ -17,8 +17,12 @@ namespace memwatch::daemon {
 
 class PostgresStore final : public StoreBackend {
  public:
-  // Connects (and, to write, makes or extends the schema); throws StoreError naming the server.
+  // Connects (and, to write, makes or extends the schema); throws StoreError naming the server,
+  // StoreFault::unreachable when it does not answer within libpq's connect_timeout (2 s unless
+  // the URL sets one).
   PostgresStore(const std::string& url, StoreAccess access);
+  // Throws StoreError when `url` is not a connection URL libpq can read.
+  static void check_url(const std::string& url);
   ~PostgresStore() override;
   PostgresStore(const PostgresStore&) = delete;
   PostgresStore& operator=(const PostgresStore&) = delete;

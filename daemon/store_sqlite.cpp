@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "sqlite_statement.hpp"
 #include "store_schema.hpp"
 
 namespace memwatch::daemon {
@@ -55,47 +56,6 @@ CREATE TABLE IF NOT EXISTS models (
 );
 CREATE INDEX IF NOT EXISTS models_by_key ON models(workload, target, id);
 )sql";
-
-// A prepared statement, finalized with the scope.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
-      throw StoreError(std::string("store: cannot prepare: ") + sqlite3_errmsg(db));
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  Statement& bind(int i, std::int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
-    return *this;
-  }
-  Statement& bind(int i, double v) {
-    sqlite3_bind_double(stmt_, i, v);
-    return *this;
-  }
-  Statement& bind(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    throw StoreError(std::string("store: ") + sqlite3_errmsg(db_));
-  }
-  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
-  double real(int col) const { return sqlite3_column_double(stmt_, col); }
-  std::string text(int col) const {
-    const auto* t = sqlite3_column_text(stmt_, col);
-    return t ? reinterpret_cast<const char*>(t) : "";
-  }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
 
 // An added column as SQLite declares it.
 std::string declaration(const Column& c) {
@@ -183,10 +143,10 @@ SqliteStore::SqliteStore(const std::string& path, StoreAccess access) {
   } catch (const StoreError& e) {
     sqlite3_close(db_);
     db_ = nullptr;
-    if (e.locked)
+    if (e.locked())
       throw StoreError(path + " is locked by another program (waited 5 s); stop it, or give " +
                            "this one a database of its own",
-                       true);
+                       StoreFault::locked);
     throw StoreError(path + " is not a memwatch database (" + e.what() + ")");
   }
 }
@@ -202,7 +162,8 @@ void SqliteStore::exec(const char* sql) {
   if (const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &error); rc != SQLITE_OK) {
     const std::string why = error ? error : "unknown error";
     sqlite3_free(error);
-    throw StoreError("store: " + why, (rc & 0xff) == SQLITE_BUSY);
+    throw StoreError("store: " + why,
+                     (rc & 0xff) == SQLITE_BUSY ? StoreFault::locked : StoreFault::refused);
   }
 }
 
