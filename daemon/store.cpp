@@ -32,10 +32,15 @@ bool is_postgres_location(const std::string& location) {
   return location.starts_with("postgresql://") || location.starts_with("postgres://");
 }
 
+std::unique_ptr<StoreBackend> open_backend(const std::string& location, StoreAccess access) {
+  if (is_postgres_location(location)) return std::make_unique<PostgresStore>(location, access);
+  return std::make_unique<SqliteStore>(location, access);
+}
+
 Store::Store(const std::string& location, StoreAccess access, const QueueSettings& queue)
     : location_(location), access_(access), shared_(is_postgres_location(location)) {
   if (!shared_) {
-    backend_ = std::make_unique<SqliteStore>(location, access);
+    backend_ = open_backend(location, access);
     return;
   }
   PostgresStore::check_url(location);  // a typing mistake is refused, not waited for
@@ -60,7 +65,7 @@ bool Store::connect_if_due() const {
     return false;
   last_attempt_ = now;
   try {
-    backend_ = std::make_unique<PostgresStore>(location_, access_);
+    backend_ = open_backend(location_, access_);
     unreachable_since_ = 0;
     why_unreachable_.clear();
     return true;

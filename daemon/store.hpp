@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -49,6 +50,22 @@ struct Run {
   std::string exit_cause;
   std::int64_t samples = 0;
   std::string scheduler_job;  // Slurm's JOBID or JOBID.STEP; empty: none
+  std::int64_t exit_detail = 0;  // the exit status or the signal, by exit_cause
+};
+
+// A stored sample as its row holds it, and a stored model: what `memwatch store copy` moves.
+struct StoredSample {
+  std::int64_t run = 0;
+  double t_s = 0;
+  std::int64_t host_live_bytes = 0, host_peak_bytes = 0;
+  std::int64_t device_live_bytes = 0, device_peak_bytes = 0;
+};
+struct StoredModel {
+  std::int64_t id = 0;
+  std::string workload, target;
+  double created_unix_s = 0;
+  std::int64_t runs = 0;
+  std::string model_json;
 };
 
 struct Counts {
@@ -100,7 +117,28 @@ class StoreBackend {
   // only one daemon writes (SQLite) needs no claim.
   virtual void claim_workload(const std::string&) {}
   virtual void release_workload(const std::string&) {}
+
+  // Every row as stored, for `memwatch store copy` (store_copy.hpp): runs by id in pages, samples
+  // in batches in the order they were written, models by id.
+  [[nodiscard]] virtual std::vector<Run> runs_after(std::int64_t id, std::size_t limit) const = 0;
+  virtual void each_sample_batch(
+      std::size_t batch,
+      const std::function<void(const std::vector<StoredSample>&)>& take) const = 0;
+  [[nodiscard]] virtual std::vector<StoredModel> models() const = 0;
+  // One transaction: on the copy's destination, begin_copy, insert_* (rows keep their ids), then
+  // commit_copy (which also moves the ids a new row gets past those copied) or abort_copy; on its
+  // source, begin_copy and abort_copy around the reads, so they see one snapshot.
+  virtual void begin_copy() = 0;
+  virtual void insert_runs(const std::vector<Run>& runs) = 0;
+  virtual void insert_samples(const std::vector<StoredSample>& samples) = 0;
+  virtual void insert_models(const std::vector<StoredModel>& models) = 0;
+  virtual void commit_copy() = 0;
+  virtual void abort_copy() = 0;
 };
+
+// The backend `location` names (a SQLite file's path or a PostgreSQL URL), connected; throws
+// StoreError.
+std::unique_ptr<StoreBackend> open_backend(const std::string& location, StoreAccess access);
 
 // True when `location` names a PostgreSQL database (postgresql://... or postgres://...) rather
 // than a SQLite file.

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstdio>
 #include <string_view>
+#include <type_traits>
+#include <variant>
 
 #include "store_schema.hpp"
 
@@ -110,7 +112,8 @@ Run read_run(const PGresult* r, int row) {
   protocol::for_each_run_figure(
       run, [&](const Figure&, std::int64_t& v) { v = integer(r, row, col++); });
   run.device_peaks = peaks_from_json(text(r, row, col++));
-  run.scheduler_job = text(r, row, col);
+  run.scheduler_job = text(r, row, col++);
+  run.exit_detail = integer(r, row, col);
   return run;
 }
 
@@ -353,6 +356,118 @@ void PostgresStore::claim_workload(const std::string& workload) {
 void PostgresStore::release_workload(const std::string& workload) {
   execute("SELECT pg_advisory_unlock(" + number(kSchemaLock % 2147483647) + "::int, hashtext($1))",
           {workload});
+}
+
+std::vector<Run> PostgresStore::runs_after(std::int64_t id, std::size_t limit) const {
+  return select_runs("id > $1 ORDER BY id LIMIT $2",
+                     {number(id), number(static_cast<std::int64_t>(limit))});
+}
+
+void PostgresStore::each_sample_batch(
+    std::size_t batch, const std::function<void(const std::vector<StoredSample>&)>& take) const {
+  // A cursor, so that a store of millions of samples is never in memory at once; ctid is the
+  // order rows were written in, as long as none was updated (samples never are).
+  // Inside a copy's transaction already (begin_copy); otherwise one of its own for the cursor.
+  const bool own = PQtransactionStatus(connection_) == PQTRANS_IDLE;
+  if (own) execute("BEGIN READ ONLY");
+  try {
+    execute("DECLARE every_sample NO SCROLL CURSOR FOR SELECT * FROM samples ORDER BY ctid");
+    for (;;) {
+      const Result r = execute("FETCH " + std::to_string(batch) + " FROM every_sample");
+      const int n = PQntuples(r.get());
+      if (n == 0) break;
+      std::vector<StoredSample> rows;
+      rows.reserve(static_cast<std::size_t>(n));
+      for (int row = 0; row < n; ++row)
+        rows.push_back({integer(r.get(), row, 0), real(r.get(), row, 1), integer(r.get(), row, 2),
+                        integer(r.get(), row, 3), integer(r.get(), row, 4),
+                        integer(r.get(), row, 5)});
+      take(rows);
+    }
+    execute("CLOSE every_sample");
+    if (own) execute("COMMIT");
+  } catch (...) {
+    if (own) PQclear(PQexec(connection_, "ROLLBACK"));
+    throw;
+  }
+}
+
+std::vector<StoredModel> PostgresStore::models() const {
+  const Result r =
+      execute("SELECT id, workload, target, created, runs, model FROM models ORDER BY id");
+  std::vector<StoredModel> out;
+  for (int row = 0; row < PQntuples(r.get()); ++row)
+    out.push_back({integer(r.get(), row, 0), text(r.get(), row, 1), text(r.get(), row, 2),
+                   real(r.get(), row, 3), integer(r.get(), row, 4), text(r.get(), row, 5)});
+  return out;
+}
+
+void PostgresStore::begin_copy() {
+  execute("BEGIN ISOLATION LEVEL REPEATABLE READ");  // a source's reads see one snapshot
+}
+
+void PostgresStore::insert_runs(const std::vector<Run>& runs) {
+  const int per_run = static_cast<int>(run_values(Run{}).size());
+  // Rows per INSERT: their parameters under the protocol's 65,535.
+  const std::size_t per_insert = 60000 / static_cast<std::size_t>(per_run);
+  for (std::size_t from = 0; from < runs.size(); from += per_insert) {
+    const std::size_t to = std::min(runs.size(), from + per_insert);
+    std::string sql = "INSERT INTO runs (" + run_columns() + ") VALUES ";
+    std::vector<std::string> params;
+    for (std::size_t i = from; i < to; ++i) {
+      sql += (i > from ? ", (" : "(") + placeholders(static_cast<int>(params.size()) + 1, per_run) +
+             ")";
+      for (const ColumnValue& v : run_values(runs[i]))
+        params.push_back(std::visit(
+            [](const auto& value) -> std::string {
+              if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>)
+                return value;
+              else
+                return number(value);
+            },
+            v));
+    }
+    execute(sql, params);
+  }
+}
+
+void PostgresStore::insert_samples(const std::vector<StoredSample>& samples) {
+  for (std::size_t from = 0; from < samples.size(); from += kSamplesPerInsert) {
+    const std::size_t to = std::min(samples.size(), from + kSamplesPerInsert);
+    std::string sql = "INSERT INTO samples VALUES ";
+    std::vector<std::string> params;
+    for (std::size_t i = from; i < to; ++i) {
+      const StoredSample& m = samples[i];
+      sql += (i > from ? ", (" : "(") + placeholders(static_cast<int>(params.size()) + 1, 6) + ")";
+      params.insert(params.end(), {number(m.run), number(m.t_s), number(m.host_live_bytes),
+                                   number(m.host_peak_bytes), number(m.device_live_bytes),
+                                   number(m.device_peak_bytes)});
+    }
+    execute(sql, params);
+  }
+}
+
+void PostgresStore::insert_models(const std::vector<StoredModel>& models) {
+  for (const StoredModel& m : models)
+    execute(
+        "INSERT INTO models (id, workload, target, created, runs, model) "
+        "VALUES ($1, $2, $3, $4, $5, $6)",
+        {number(m.id), m.workload, m.target, number(m.created_unix_s), number(m.runs),
+         m.model_json});
+}
+
+void PostgresStore::commit_copy() {
+  // Rows copied with their ids leave the sequences behind: the next run or model would take an
+  // id already used.
+  for (const char* table : {"runs", "models"})
+    execute(std::string("SELECT setval(pg_get_serial_sequence('") + table +
+            "', 'id'), GREATEST((SELECT COALESCE(MAX(id), 0) FROM " + table + "), 1), (SELECT " +
+            "COUNT(*) > 0 FROM " + table + "))");
+  execute("COMMIT");
+}
+
+void PostgresStore::abort_copy() {
+  PQclear(PQexec(connection_, "ROLLBACK"));
 }
 
 }  // namespace memwatch::daemon

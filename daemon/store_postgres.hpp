@@ -45,6 +45,18 @@ class PostgresStore final : public StoreBackend {
   void claim_workload(const std::string& workload) override;
   void release_workload(const std::string& workload) override;
 
+  [[nodiscard]] std::vector<Run> runs_after(std::int64_t id, std::size_t limit) const override;
+  void each_sample_batch(
+      std::size_t batch,
+      const std::function<void(const std::vector<StoredSample>&)>& take) const override;
+  [[nodiscard]] std::vector<StoredModel> models() const override;
+  void begin_copy() override;
+  void insert_runs(const std::vector<Run>& runs) override;
+  void insert_samples(const std::vector<StoredSample>& samples) override;
+  void insert_models(const std::vector<StoredModel>& models) override;
+  void commit_copy() override;
+  void abort_copy() override;
+
  private:
   using Result = std::unique_ptr<PGresult, void (*)(PGresult*)>;
   // Runs `sql` with text parameters $1, $2, ...; throws StoreError when the server refuses.
