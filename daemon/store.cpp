@@ -96,8 +96,10 @@ auto Store::write(Direct&& direct, Queue&& queue) {
   try {
     return call(direct);
   } catch (const StoreError& e) {
-    // Not written: the transaction died with the connection, so the queue takes it whole.
-    if (!spool_ || !e.unreachable()) throw;
+    // Not written (the transaction died with the connection, or the server undid or refused
+    // it): the queue takes it whole, and the drain tries it again. The daemon goes on serving;
+    // an entry the server keeps refusing is dropped there, with a line on stderr.
+    if (!spool_) throw;
     return queue(*spool_);
   }
 }
@@ -143,8 +145,11 @@ void Store::drain_queue() {
   try {
     spool_->drain_some(*backend_, kDrainRows);
   } catch (const StoreError& e) {
-    if (!e.unreachable()) throw;
-    lost(e.what());
+    if (e.unreachable())
+      lost(e.what());
+    else if (!e.conflict())
+      throw;
+    // A conflict: the entry stays first in the queue, tried again on the next call.
   }
 }
 

@@ -22,6 +22,8 @@ enum class StoreFault {
   refused,      // the store would not take the request (a bad file, a constraint, ...)
   locked,       // another connection held the SQLite file past the busy timeout
   unreachable,  // the PostgreSQL server cannot be reached, or the connection to it was lost
+  conflict,     // PostgreSQL undid the transaction (a deadlock, a serialization failure): it may
+                // succeed when tried again
 };
 
 struct StoreError : std::runtime_error {
@@ -30,6 +32,7 @@ struct StoreError : std::runtime_error {
   StoreFault fault;
   [[nodiscard]] bool locked() const { return fault == StoreFault::locked; }
   [[nodiscard]] bool unreachable() const { return fault == StoreFault::unreachable; }
+  [[nodiscard]] bool conflict() const { return fault == StoreFault::conflict; }
 };
 
 enum class RunStatus { running, finished, signaled, killed };

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <set>
 #include <string_view>
 #include <type_traits>
 #include <variant>
@@ -33,12 +34,30 @@ std::string number(double v) {
   return text;
 }
 
-// A server stopped or restarting ends the session: nothing more goes through this connection.
-bool session_ended(PGconn* connection, const PGresult* result) {
-  if (PQstatus(connection) == CONNECTION_BAD) return true;
+// What a failed statement means for the caller: a server stopped or restarting ends the session
+// (nothing more goes through this connection); a transaction undone to resolve a conflict may
+// be tried again.
+StoreFault fault_of(PGconn* connection, const PGresult* result) {
+  if (PQstatus(connection) == CONNECTION_BAD) return StoreFault::unreachable;
   const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+  const std::string_view code = state != nullptr ? state : "";
   // Class 57P: admin_shutdown, crash_shutdown, cannot_connect_now.
-  return state != nullptr && std::string_view(state).starts_with("57P");
+  if (code.starts_with("57P")) return StoreFault::unreachable;
+  // Class 40: serialization_failure, deadlock_detected, ...
+  if (code.starts_with("40")) return StoreFault::conflict;
+  return StoreFault::refused;
+}
+
+// libpq's messages run over lines ("...failed: No such file\n\tIs the server running ..."): one
+// line, for `status` and logs.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\t') c = ' ';
+  std::string out;
+  for (char c : text)
+    if (c != ' ' || (!out.empty() && out.back() != ' ')) out += c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 std::string declaration(const Column& c) {
@@ -145,8 +164,7 @@ PostgresStore::PostgresStore(const std::string& url, StoreAccess access)
   const char* values[] = {kConnectTimeout, url.c_str(), nullptr};
   connection_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (PQstatus(connection_) != CONNECTION_OK) {
-    std::string why = PQerrorMessage(connection_);
-    while (!why.empty() && why.back() == '\n') why.pop_back();
+    const std::string why = one_line(PQerrorMessage(connection_));
     PQfinish(connection_);
     throw StoreError("cannot connect to the PostgreSQL store " + server_ + ": " + why,
                      StoreFault::unreachable);
@@ -168,11 +186,8 @@ PostgresStore::Result PostgresStore::execute(const std::string& sql,
            PQclear);
   const ExecStatusType status = PQresultStatus(r.get());
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    std::string why = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(connection_);
-    while (!why.empty() && why.back() == '\n') why.pop_back();
-    throw StoreError("store " + server_ + ": " + why, session_ended(connection_, r.get())
-                                                          ? StoreFault::unreachable
-                                                          : StoreFault::refused);
+    const std::string why = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(connection_);
+    throw StoreError("store " + server_ + ": " + one_line(why), fault_of(connection_, r.get()));
   }
   return r;
 }
@@ -189,7 +204,30 @@ void PostgresStore::in_transaction(Work&& work) {
   }
 }
 
+// What the schema lacks, read from the catalogs: no table lock, so it never waits on (or holds
+// up) other daemons' writes. Empty when the store is complete.
+std::vector<std::string> PostgresStore::missing_schema() const {
+  std::vector<std::string> missing;
+  const Result objects = execute(
+      "SELECT name FROM unnest(ARRAY['runs', 'samples', 'models', 'runs_by_workload', "
+      "'runs_by_status', 'models_by_key']) AS name WHERE to_regclass(name) IS NULL");
+  for (int row = 0; row < PQntuples(objects.get()); ++row)
+    missing.push_back(text(objects.get(), row, 0));
+  const Result columns = execute(
+      "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+      "AND table_name = 'runs'");
+  std::set<std::string> have;
+  for (int row = 0; row < PQntuples(columns.get()); ++row) have.insert(text(columns.get(), row, 0));
+  for (const Column& c : added_columns())
+    if (!have.empty() && have.count(c.name) == 0) missing.push_back("runs." + c.name);
+  return missing;
+}
+
 void PostgresStore::make_schema() {
+  // A complete store is left alone: ALTER TABLE (even ADD COLUMN IF NOT EXISTS) and CREATE INDEX
+  // lock the table against writes, and a daemon connecting while others write deadlocked with
+  // them (its ALTER queued behind their row locks, their next statement queued behind it).
+  if (missing_schema().empty()) return;
   // One daemon at a time: CREATE ... IF NOT EXISTS races with itself across connections.
   in_transaction([this] {
     execute("SELECT pg_advisory_xact_lock(" + number(kSchemaLock) + ")");

@@ -63,6 +63,7 @@ class PostgresStore final : public StoreBackend {
   Result execute(const std::string& sql, const std::vector<std::string>& params = {}) const;
   template <class Work>
   void in_transaction(Work&& work);
+  std::vector<std::string> missing_schema() const;
   void make_schema();
   std::vector<Run> select_runs(const std::string& where,
                                const std::vector<std::string>& params) const;

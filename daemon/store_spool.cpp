@@ -218,7 +218,7 @@ void StoreSpool::drain_some(StoreBackend& backend, std::size_t max_rows) {
         backend.mark_killed(stored_id(e.run), decoded<protocol::Bye>(e.frame));
       }
     } catch (const StoreError& error) {
-      if (error.unreachable()) throw;
+      if (error.unreachable() || error.conflict()) throw;
       std::fprintf(stderr, "memwatchd: dropping a queued %s of run %lld the store refused: %s\n",
                    e.kind.c_str(), static_cast<long long>(e.run), error.what());
       local = 0;

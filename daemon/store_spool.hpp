@@ -44,9 +44,10 @@ class StoreSpool {
   void add_killed(std::int64_t run, const protocol::Bye& last);
 
   // Writes up to `max_rows` of the oldest entries to `backend`, in order, each forgotten once
-  // the backend has committed it. Throws StoreError when the server cannot be reached (what was
-  // written stays written); an entry the server refuses for another reason is dropped with a
-  // line on stderr, so one bad entry cannot hold the queue up forever.
+  // the backend has committed it. Throws StoreError when the server cannot be reached or undid
+  // the transaction in a conflict (what was written stays written, the rest stays queued); an
+  // entry the server refuses for another reason is dropped with a line on stderr, so one bad
+  // entry cannot hold the queue up forever.
   void drain_some(StoreBackend& backend, std::size_t max_rows);
 
   [[nodiscard]] bool empty() const { return rows_ == 0; }

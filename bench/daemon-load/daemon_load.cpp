@@ -100,6 +100,9 @@ int main(int argc, char** argv) {
   for (const std::string& query : queries) {
     zmq::socket_t& client = clients.emplace_back(client_ctx, zmq::socket_type::req);
     client.set(zmq::sockopt::rcvtimeo, 10000);
+    // A daemon that stops answering (one of several died) must not wedge the socket.
+    client.set(zmq::sockopt::req_relaxed, 1);
+    client.set(zmq::sockopt::req_correlate, 1);
     client.connect(query);
     if (ask(client, {{"op", "status"}})["ok"] != true) {
       std::fprintf(stderr, "daemon_load: no memwatchd answers at %s\n", query.c_str());
