@@ -35,7 +35,7 @@ json ask(zmq::socket_t& s, const json& request) {
 void shim(zmq::context_t& ctx, const std::string& ingest, int index, int hz, double seconds,
           const std::string& workload, std::atomic<long>& sent) {
   zmq::socket_t s(ctx, zmq::socket_type::dealer);
-  s.set(zmq::sockopt::linger, 5000);
+  s.set(zmq::sockopt::linger, 60000);
   s.set(zmq::sockopt::sndhwm, 100000);
   s.connect(ingest);
   protocol::Hello hello;
