@@ -158,8 +158,9 @@ void Server::run(const std::atomic<bool>& stop) {
         check_liveness();
         if (store_.shared()) catch_up_with_others();
       } catch (const StoreError& e) {
-        // The server is away: runs are queued meanwhile, and both are tried again in a second.
-        if (!e.unreachable()) throw;
+        // The server is away (or undid a read in a conflict): runs are queued meanwhile, and
+        // both are tried again in a second.
+        if (!e.unreachable() && !e.conflict()) throw;
       }
       last_liveness = now;
     }
