@@ -177,8 +177,7 @@ const DaemonOption kOptions[] = {
     {"--store", "--db", "PATH|URL",
      [](Options& o, const std::string& v) { return o.store = v, std::string(); },
      "the store: a SQLite file, or a PostgreSQL database several daemons share "
-     "(postgresql://USER@HOST/DB; the password from ~/.pgpass or PGPASSFILE, never here); "
-     "--db is its older spelling",
+     "(postgresql://USER@HOST/DB; the password from ~/.pgpass or PGPASSFILE, never here)",
      default_store},
     {"--queue", "", "PATH",
      [](Options& o, const std::string& v) { return o.queue = v, std::string(); },
@@ -309,7 +308,11 @@ std::string options_help() {
     usage += (usage.empty() ? "[" : " [") + word + "]";
     std::string help = std::string(option.help);
     if (option.default_text != nullptr) help += "; default " + option.default_text();
-    lines += "  " + word + "\n" + wrapped(help, "      ") + "\n";
+    const std::string older =
+        option.older_spelling.empty()
+            ? ""
+            : " (or " + std::string(option.older_spelling) + ", its older spelling)";
+    lines += "  " + word + older + "\n" + wrapped(help, "      ") + "\n";
   }
   return "usage: memwatchd\n" + wrapped(usage, "    ") + "\n" + lines +
          "A missing folder is created (the last one 0700) and an existing one never changed: the\n"
