@@ -1,6 +1,7 @@
 // `memwatch status | workloads | runs | model`: the daemon's query ops, readable by default and
 // as the daemon's JSON with --json.
 #include <cstdio>
+#include <ctime>
 #include <span>
 #include <string>
 
@@ -25,6 +26,28 @@ std::string params_text(const json& params) {
   for (const auto& [name, value] : params.items())
     out += (out.empty() ? "" : ",") + name + "=" + value.dump();
   return out;
+}
+
+// "store: URL unreachable since 19:30:02 UTC (why), 12 runs (3400 samples) queued locally in PATH"
+void print_store_health(const json& store) {
+  const long long runs = store.value("queued_runs", 0LL);
+  const long long samples = store.value("queued_samples", 0LL);
+  std::string state = "reachable";
+  if (!store.value("reachable", true)) {
+    const auto since = static_cast<std::time_t>(store.value("unreachable_since_unix_s", 0.0));
+    char when[32] = "?";
+    std::tm utc{};
+    if (gmtime_r(&since, &utc) != nullptr) std::strftime(when, sizeof when, "%F %T UTC", &utc);
+    state = std::string("unreachable since ") + when + " (" + store.value("error", "") + ")";
+  } else if (runs == 0 && samples == 0) {
+    return;  // nothing to say beyond the store line above
+  }
+  std::printf("store: %s %s, %lld runs (%lld samples) queued locally in %s",
+              store.value("location", "").c_str(), state.c_str(), runs, samples,
+              store.value("queue", "").c_str());
+  if (const long long dropped = store.value("dropped_samples", 0LL); dropped > 0)
+    std::printf(", %lld samples dropped (the queue was full)", dropped);
+  std::printf("\n");
 }
 
 // name=value words as a JSON object of numbers.
@@ -77,6 +100,7 @@ int cmd_status(std::span<char* const> argv) {
                 r["workloads"].get<long long>(), r["samples"].get<long long>());
     std::printf("store %s, ingest %s, up %.0f s\n", r["db"].get<std::string>().c_str(),
                 r["ingest"].get<std::string>().c_str(), r["uptime_s"].get<double>());
+    if (r.contains("store")) print_store_health(r["store"]);
     if (r.value("curve", false))
       std::printf("CurveZMQ on, %lld handshakes refused\n", r["refused_clients"].get<long long>());
   });

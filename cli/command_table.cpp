@@ -21,6 +21,7 @@ int cmd_keygen(std::span<char* const> args);
 int cmd_env(std::span<char* const> args);
 int cmd_advise(std::span<char* const> args);
 int cmd_report(std::span<char* const> args);
+int cmd_store(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array table{
@@ -52,6 +53,8 @@ std::span<const Command> commands() {
       Command{"keygen", "CurveZMQ keys for a daemon and its nodes: keygen DIR [--force]",
               cmd_keygen},
       Command{"env", "the shim's environment variables: env [--markdown]", cmd_env},
+      Command{"store", "move a store between SQLite and PostgreSQL: store copy SRC DST (DST empty)",
+              cmd_store},
       Command{"version", "print memwatch's version", cmd_version},
   };
   return table;

@@ -85,7 +85,10 @@ int main(int argc, char** argv) {
     memwatch::daemon::Server server(*options, std::move(curve));
     std::fprintf(stderr, "memwatchd: ingest %s, query %s, events %s, store %s%s\n",
                  options->ingest.c_str(), options->query.c_str(), options->events.c_str(),
-                 options->db.c_str(), secured.c_str());
+                 memwatch::daemon::without_password(options->store).c_str(), secured.c_str());
+    if (const auto health = server.store_health(); !health.reachable)
+      std::fprintf(stderr, "memwatchd: %s; runs are queued in %s until the store answers\n",
+                   health.why.c_str(), health.queue.c_str());
     report_ready(ready_fd, true);
     struct sigaction act {};
     act.sa_handler = request_stop;

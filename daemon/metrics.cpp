@@ -87,6 +87,17 @@ void daemon_figures(Exposition& e, const MetricsSnapshot& s) {
           static_cast<double>(f.ingest.rejected));
   gauge("memwatch_ingest_queued_samples", "Samples received and not yet written to the store.",
         static_cast<double>(s.queued_samples));
+  gauge("memwatch_store_reachable", "1 while the store answers; 0 while its server is away.",
+        f.store.reachable ? 1 : 0);
+  gauge("memwatch_store_queued_runs",
+        "Runs with something waiting in the local queue for the PostgreSQL store.",
+        static_cast<double>(f.store.queued_runs));
+  gauge("memwatch_store_queued_samples",
+        "Samples waiting in the local queue for the PostgreSQL store.",
+        static_cast<double>(f.store.queued_samples));
+  counter("memwatch_store_dropped_samples_total",
+          "Samples dropped because the local queue was full (runs are never dropped).",
+          static_cast<double>(f.store.dropped_samples));
   counter("memwatch_capacity_warnings_total",
           "Warnings published: predicted OOMs and live memory past or on course to its share.",
           static_cast<double>(f.ingest.warnings));

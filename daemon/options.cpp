@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -22,13 +23,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string default_db() {
+fs::path state_dir() {
   const char* state = std::getenv("XDG_STATE_HOME");
   const char* home = std::getenv("HOME");
   const fs::path base = state && *state ? fs::path(state)
                         : home && *home ? fs::path(home) / ".local" / "state"
                                         : fs::path("/tmp");
-  return (base / "memwatch" / "memwatch.db").string();
+  return base / "memwatch";
+}
+
+std::string default_store() {
+  return (state_dir() / "memwatch.db").string();
+}
+
+std::string default_queue() {
+  return (state_dir() / "queue.db").string();
 }
 
 // Makes the missing folders of `dir` as `mkdir -p` would, the last one private (0700): only the
@@ -140,6 +149,7 @@ namespace {
 // (an error, or empty), and its help, from which `memwatchd --help` is made.
 struct DaemonOption {
   std::string_view flag;
+  std::string_view older_spelling;  // still accepted, so existing scripts keep working; "": none
   std::string_view value;
   std::string (*apply)(Options& o, const std::string& value);
   std::string_view help;
@@ -155,28 +165,49 @@ std::string watch_number(double& slot, double (*parse)(std::string_view), const 
 }
 
 const DaemonOption kOptions[] = {
-    {"--ingest", "EP", [](Options& o, const std::string& v) { return o.ingest = v, std::string(); },
+    {"--ingest", "", "EP",
+     [](Options& o, const std::string& v) { return o.ingest = v, std::string(); },
      "where shims report (ZeroMQ ROUTER)", protocol::default_ingest_endpoint},
-    {"--query", "EP", [](Options& o, const std::string& v) { return o.query = v, std::string(); },
+    {"--query", "", "EP",
+     [](Options& o, const std::string& v) { return o.query = v, std::string(); },
      "JSON requests (ZeroMQ REP)", protocol::default_query_endpoint},
-    {"--events", "EP", [](Options& o, const std::string& v) { return o.events = v, std::string(); },
+    {"--events", "", "EP",
+     [](Options& o, const std::string& v) { return o.events = v, std::string(); },
      "warnings and new models (ZeroMQ PUB)", protocol::default_events_endpoint},
-    {"--db", "PATH", [](Options& o, const std::string& v) { return o.db = v, std::string(); },
+    {"--store", "--db", "PATH|URL",
+     [](Options& o, const std::string& v) { return o.store = v, std::string(); },
      "the store: a SQLite file, or a PostgreSQL database several daemons share "
      "(postgresql://USER@HOST/DB; the password from ~/.pgpass or PGPASSFILE, never here)",
-     default_db},
-    {"--curve-keys", "DIR",
+     default_store},
+    {"--queue", "", "PATH",
+     [](Options& o, const std::string& v) { return o.queue = v, std::string(); },
+     "with a PostgreSQL store: the SQLite file where runs wait while the server is unreachable, "
+     "written to it in order when it answers again (one file per daemon)",
+     default_queue},
+    {"--queue-limit", "", "SAMPLES",
+     [](Options& o, const std::string& v) {
+       std::int64_t n = 0;
+       const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+       if (ec != std::errc() || end != v.data() + v.size() || n < 0)
+         return "expected a number of samples like 1000000, got '" + v + "'";
+       o.queue_limit = n;
+       return std::string();
+     },
+     "samples the queue holds; beyond them new samples are dropped and counted (runs are always "
+     "queued, each with its final peaks)",
+     [] { return std::string("1000000"); }},
+    {"--curve-keys", "", "DIR",
      [](Options& o, const std::string& v) { return o.curve_keys = v, std::string(); },
      "CurveZMQ on all three sockets, with DIR/server.key as the daemon's secret key; only "
      "clients whose public key is DIR/client.pub or DIR/clients/*.pub are let in (make DIR: "
      "`memwatch keygen DIR`)",
      nullptr},
-    {"--insecure-network", "",
+    {"--insecure-network", "", "",
      [](Options& o, const std::string&) { return o.insecure_network = true, std::string(); },
      "allow a tcp endpoint beyond loopback without --curve-keys (refused otherwise: anyone who "
      "reaches it could send or read runs)",
      nullptr},
-    {"--metrics", "ADDR",
+    {"--metrics", "", "ADDR",
      [](Options& o, const std::string& v) {
        std::string host, error;
        int port = 0;
@@ -184,17 +215,17 @@ const DaemonOption kOptions[] = {
        return error;
      },
      "serve Prometheus metrics at http://ADDR/metrics: PORT (on 127.0.0.1) or HOST:PORT", nullptr},
-    {"--foreground", "",
+    {"--foreground", "", "",
      [](Options& o, const std::string&) { return o.foreground = true, std::string(); },
      "stay in the foreground (default: detach)", nullptr},
-    {"--warn-share", "SHARE",
+    {"--warn-share", "", "SHARE",
      [](Options& o, const std::string& v) {
        return watch_number(o.watch.share, protocol::parse_watch_share, v,
                            "a share like 0.9 or 90%");
      },
      "warn when a run's live memory passes this share of its capacity (0.9 or 90%)",
      [] { return std::string("90%"); }},
-    {"--warn-horizon", "SECONDS",
+    {"--warn-horizon", "", "SECONDS",
      [](Options& o, const std::string& v) {
        return watch_number(o.watch.horizon_s, protocol::parse_watch_seconds, v,
                            "seconds like 30 (0: never)");
@@ -205,7 +236,8 @@ const DaemonOption kOptions[] = {
 
 const DaemonOption* find_option(std::string_view flag) {
   for (const DaemonOption& option : kOptions)
-    if (option.flag == flag) return &option;
+    if (option.flag == flag || (!option.older_spelling.empty() && option.older_spelling == flag))
+      return &option;
   return nullptr;
 }
 
@@ -231,7 +263,8 @@ std::optional<Options> parse_options(std::span<char* const> args, std::string& e
   o.ingest = protocol::default_ingest_endpoint();
   o.query = protocol::default_query_endpoint();
   o.events = protocol::default_events_endpoint();
-  o.db = default_db();
+  o.store = default_store();
+  o.queue = default_queue();
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string_view flag = args[i];
     const DaemonOption* option = find_option(flag);
@@ -261,8 +294,8 @@ bool prepare_paths(const Options& o, std::string& error) {
     if (!e.starts_with("ipc://")) continue;
     if (!(error = prepare_dir_of(e.substr(6))).empty()) return false;
   }
-  if (is_postgres_location(o.db)) return true;  // a server's, not a folder of ours
-  error = prepare_dir_of(o.db);
+  // A PostgreSQL store is a server's, not a folder of ours; its local queue is a file of ours.
+  error = prepare_dir_of(is_postgres_location(o.store) ? o.queue : o.store);
   return error.empty();
 }
 
@@ -275,7 +308,11 @@ std::string options_help() {
     usage += (usage.empty() ? "[" : " [") + word + "]";
     std::string help = std::string(option.help);
     if (option.default_text != nullptr) help += "; default " + option.default_text();
-    lines += "  " + word + "\n" + wrapped(help, "      ") + "\n";
+    const std::string older =
+        option.older_spelling.empty()
+            ? ""
+            : " (or " + std::string(option.older_spelling) + ", its older spelling)";
+    lines += "  " + word + older + "\n" + wrapped(help, "      ") + "\n";
   }
   return "usage: memwatchd\n" + wrapped(usage, "    ") + "\n" + lines +
          "A missing folder is created (the last one 0700) and an existing one never changed: the\n"

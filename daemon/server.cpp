@@ -62,6 +62,21 @@ bool valid_hello(const protocol::Hello& h) {
   return true;
 }
 
+// The store's part of `status`: where it is, whether it answers, and what waits for it.
+json store_status(const std::string& location, const StoreHealth& h) {
+  json s = {{"location", without_password(location)},
+            {"reachable", h.reachable},
+            {"queued_runs", h.queued_runs},
+            {"queued_samples", h.queued_samples},
+            {"dropped_samples", h.dropped_samples}};
+  if (!h.reachable) {
+    s["unreachable_since_unix_s"] = h.unreachable_since_unix_s;
+    s["error"] = h.why;
+  }
+  if (!h.queue.empty()) s["queue"] = h.queue;
+  return s;
+}
+
 bool process_gone(std::int64_t pid) {
   return pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
@@ -70,19 +85,21 @@ bool process_gone(std::int64_t pid) {
 
 Server::Server(const Options& options, std::optional<CurveServerKeys> curve)
     : options_(options),
-      store_(options.db),
+      store_(options.store, StoreAccess::read_write, {options.queue, options.queue_limit}),
       context_(kIoThreads),
       ingest_(context_, zmq::socket_type::router),
       events_(context_, zmq::socket_type::pub),
       models_(store_),
-      worker_(options.db),
+      worker_(options.store),
       host_(this_host()),
-      started_(unix_now()),
-      counts_(store_.counts()) {
+      started_(unix_now()) {
   store_.leave_checkpoints_to_others();
-  models_.reload_all();
-  models_seen_ = store_.models_since(0).last_model;
-  for (const std::string& w : store_.workloads()) known_workloads_.insert(w);
+  if (store_.health().reachable) {
+    counts_ = store_.counts();
+    models_.reload_all();
+    models_seen_ = store_.models_since(0).last_model;
+    for (const std::string& w : store_.workloads()) known_workloads_.insert(w);
+  }  // else runs are queued, and catch_up_with_others reads the store once it answers
   zmq::socket_t query(context_, zmq::socket_type::rep);
   for (zmq::socket_t* s : {&ingest_, &query, &events_}) s->set(zmq::sockopt::linger, 0);
   // A shim that is gone or slow never holds the daemon up: replies to it are dropped.
@@ -100,7 +117,7 @@ Server::Server(const Options& options, std::optional<CurveServerKeys> curve)
   query.bind(options.query);
   events_.bind(options.events);
   board_.post(figures());
-  queries_.emplace(std::move(query), options.db, models_, [this] { return status(); });
+  queries_.emplace(std::move(query), options.store, models_, [this] { return status(); });
   if (!options.metrics.empty()) {
     post_metrics();
     metrics_.emplace(options.metrics,
@@ -128,10 +145,23 @@ void Server::run(const std::atomic<bool>& stop) {
     const int taken = arrived ? on_ingest() : 0;
     flush_when_due(arrived);
     collect_refits();
+    store_.drain_queue();
+    if (!refit_when_stored_.empty()) {
+      if (const StoreHealth h = store_.health(); h.reachable && h.queued_runs == 0) {
+        for (const std::string& workload : refit_when_stored_) worker_.request(workload);
+        refit_when_stored_.clear();
+      }
+    }
     const double now = unix_now();
     if (now - last_liveness >= kLivenessEvery) {
-      check_liveness();
-      if (store_.shared()) catch_up_with_others();
+      try {
+        check_liveness();
+        if (store_.shared()) catch_up_with_others();
+      } catch (const StoreError& e) {
+        // The server is away (or undid a read in a conflict): runs are queued meanwhile, and
+        // both are tried again in a second.
+        if (!e.unreachable() && !e.conflict()) throw;
+      }
       last_liveness = now;
     }
     board_.post(figures());
@@ -183,7 +213,7 @@ int Server::on_ingest() {
       store_.finish_run(it->second.run, *bye);  // on disk before anyone hears of it
       note_prediction_error(it->second, *bye);
       publish({{"event", "run_finished"}, {"run", it->second.run}});
-      worker_.request(it->second.workload);
+      request_refit(it->second.workload);
       peers_.erase(it);
     } else {
       ++stats_.rejected;
@@ -232,9 +262,23 @@ void Server::on_sample(Peer& peer, const protocol::Sample& sample) {
   }
 }
 
+// A run finished while the store is away (or its queue drains) is fitted once it is stored: the
+// worker reads runs from the store, and would not find it yet.
+void Server::request_refit(const std::string& workload) {
+  const StoreHealth h = store_.health();
+  if (h.reachable && h.queued_runs == 0)
+    worker_.request(workload);
+  else
+    refit_when_stored_.insert(workload);
+}
+
 void Server::collect_refits() {
   for (const auto& [workload, outcome] : worker_.take_done()) {
-    models_.reload(workload);
+    try {
+      models_.reload(workload);
+    } catch (const StoreError& e) {
+      if (!e.unreachable()) throw;  // read again by catch_up_with_others once it answers
+    }
     publish({{"event", "model_updated"}, {"workload", workload}, {"summary", outcome}});
   }
 }
@@ -266,7 +310,7 @@ LiveFigures Server::figures() const {
   Counts totals = counts_;
   totals.running = static_cast<std::int64_t>(peers_.size());
   totals.workloads = static_cast<std::int64_t>(known_workloads_.size());
-  return {totals, stats_, curve_ ? curve_->refused() : 0};
+  return {totals, stats_, curve_ ? curve_->refused() : 0, store_.health()};
 }
 
 json Server::status() const {
@@ -282,7 +326,8 @@ json Server::status() const {
           {"curve", curve_.has_value()},
           {"refused_clients", f.refused_clients},
           {"uptime_s", unix_now() - started_},
-          {"db", options_.db},
+          {"db", without_password(options_.store)},
+          {"store", store_status(options_.store, f.store)},
           {"ingest", options_.ingest}};
 }
 
@@ -315,7 +360,8 @@ void Server::check_liveness() {
     protocol::segment_remove(pid);
     protocol::job_segment_remove(pid);
     store_.mark_killed(run.id, last);
-    std::erase_if(peers_, [&](const auto& entry) { return entry.second.run == run.id; });
+    std::erase_if(peers_,
+                  [&](const auto& entry) { return store_.stored_id(entry.second.run) == run.id; });
     publish({{"event", "run_killed"}, {"run", run.id}, {"workload", run.workload}});
   }
 }

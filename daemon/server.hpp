@@ -40,6 +40,7 @@ class Server {
   explicit Server(const Options& options, std::optional<CurveServerKeys> curve = std::nullopt);
   // Serves until `stop` becomes true (checked at least every 100 ms).
   void run(const std::atomic<bool>& stop);
+  [[nodiscard]] StoreHealth store_health() const { return store_.health(); }
 
  private:
   int on_ingest();  // frames taken
@@ -48,6 +49,7 @@ class Server {
   void publish(const nlohmann::json& event);
   void on_hello(const std::string& peer, const protocol::Hello& hello);
   void on_sample(Peer& peer, const protocol::Sample& sample);
+  void request_refit(const std::string& workload);
   void collect_refits();
   void flush_when_due(bool arrived);
   void post_metrics();
@@ -70,6 +72,7 @@ class Server {
   double started_ = 0;
   Counts counts_;  // as stored at start, runs and samples counted on since
   std::set<std::string> known_workloads_;
+  std::set<std::string> refit_when_stored_;  // finished while runs were queued
   Board<LiveFigures> board_;
   std::array<std::uint64_t, 3> verdicts_{};  // by protocol::VerdictKind
   std::map<std::string, PredictionErrors> prediction_errors_;

@@ -20,6 +20,7 @@ struct LiveFigures {
   Counts totals;
   IngestStats ingest;
   std::uint64_t refused_clients = 0;  // CURVE handshakes refused
+  StoreHealth store;
 };
 
 // The latest value one thread posted, for others to copy.

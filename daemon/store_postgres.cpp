@@ -2,7 +2,10 @@
 
 #include <charconv>
 #include <cstdio>
-#include <regex>
+#include <set>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 
 #include "store_schema.hpp"
 
@@ -15,6 +18,9 @@ namespace {
 
 // The advisory lock the daemons take while one of them makes or extends the schema.
 constexpr std::int64_t kSchemaLock = 0x6d656d7761746368;  // "memwatch"
+// Seconds a connection attempt may take: the daemon's loop waits that long at worst, once a
+// second, while the server's host does not answer.
+constexpr const char* kConnectTimeout = "2";
 // Samples per INSERT: six parameters each, under the protocol's 65,535.
 constexpr std::size_t kSamplesPerInsert = 5000;
 
@@ -28,9 +34,30 @@ std::string number(double v) {
   return text;
 }
 
-// The URL with any password blanked, for messages.
-std::string without_password(const std::string& url) {
-  return std::regex_replace(url, std::regex("(://[^:/@]*):[^@/]*@"), "$1:***@");
+// What a failed statement means for the caller: a server stopped or restarting ends the session
+// (nothing more goes through this connection); a transaction undone to resolve a conflict may
+// be tried again.
+StoreFault fault_of(PGconn* connection, const PGresult* result) {
+  if (PQstatus(connection) == CONNECTION_BAD) return StoreFault::unreachable;
+  const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+  const std::string_view code = state != nullptr ? state : "";
+  // Class 57P: admin_shutdown, crash_shutdown, cannot_connect_now.
+  if (code.starts_with("57P")) return StoreFault::unreachable;
+  // Class 40: serialization_failure, deadlock_detected, ...
+  if (code.starts_with("40")) return StoreFault::conflict;
+  return StoreFault::refused;
+}
+
+// libpq's messages run over lines ("...failed: No such file\n\tIs the server running ..."): one
+// line, for `status` and logs.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\t') c = ' ';
+  std::string out;
+  for (char c : text)
+    if (c != ' ' || (!out.empty() && out.back() != ' ')) out += c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 std::string declaration(const Column& c) {
@@ -104,7 +131,8 @@ Run read_run(const PGresult* r, int row) {
   protocol::for_each_run_figure(
       run, [&](const Figure&, std::int64_t& v) { v = integer(r, row, col++); });
   run.device_peaks = peaks_from_json(text(r, row, col++));
-  run.scheduler_job = text(r, row, col);
+  run.scheduler_job = text(r, row, col++);
+  run.exit_detail = integer(r, row, col);
   return run;
 }
 
@@ -117,13 +145,29 @@ std::string placeholders(int first, int n) {
 
 }  // namespace
 
+void PostgresStore::check_url(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  if (options == nullptr) {
+    const std::string why = error ? error : "out of memory";
+    PQfreemem(error);
+    throw StoreError("'" + without_password(url) +
+                     "' is not a PostgreSQL URL (expected postgresql://USER@HOST/DB): " + why);
+  }
+  PQconninfoFree(options);
+}
+
 PostgresStore::PostgresStore(const std::string& url, StoreAccess access)
     : server_(without_password(url)) {
-  connection_ = PQconnectdb(url.c_str());
+  // The URL comes last, so a connect_timeout it sets wins over this default.
+  const char* keys[] = {"connect_timeout", "dbname", nullptr};
+  const char* values[] = {kConnectTimeout, url.c_str(), nullptr};
+  connection_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (PQstatus(connection_) != CONNECTION_OK) {
-    const std::string why = PQerrorMessage(connection_);
+    const std::string why = one_line(PQerrorMessage(connection_));
     PQfinish(connection_);
-    throw StoreError("cannot connect to the PostgreSQL store " + server_ + ": " + why);
+    throw StoreError("cannot connect to the PostgreSQL store " + server_ + ": " + why,
+                     StoreFault::unreachable);
   }
   if (access == StoreAccess::read_write) make_schema();
 }
@@ -142,9 +186,8 @@ PostgresStore::Result PostgresStore::execute(const std::string& sql,
            PQclear);
   const ExecStatusType status = PQresultStatus(r.get());
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    std::string why = PQresultErrorMessage(r.get());
-    while (!why.empty() && why.back() == '\n') why.pop_back();
-    throw StoreError("store " + server_ + ": " + why);
+    const std::string why = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(connection_);
+    throw StoreError("store " + server_ + ": " + one_line(why), fault_of(connection_, r.get()));
   }
   return r;
 }
@@ -161,7 +204,30 @@ void PostgresStore::in_transaction(Work&& work) {
   }
 }
 
+// What the schema lacks, read from the catalogs: no table lock, so it never waits on (or holds
+// up) other daemons' writes. Empty when the store is complete.
+std::vector<std::string> PostgresStore::missing_schema() const {
+  std::vector<std::string> missing;
+  const Result objects = execute(
+      "SELECT name FROM unnest(ARRAY['runs', 'samples', 'models', 'runs_by_workload', "
+      "'runs_by_status', 'models_by_key']) AS name WHERE to_regclass(name) IS NULL");
+  for (int row = 0; row < PQntuples(objects.get()); ++row)
+    missing.push_back(text(objects.get(), row, 0));
+  const Result columns = execute(
+      "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+      "AND table_name = 'runs'");
+  std::set<std::string> have;
+  for (int row = 0; row < PQntuples(columns.get()); ++row) have.insert(text(columns.get(), row, 0));
+  for (const Column& c : added_columns())
+    if (!have.empty() && have.count(c.name) == 0) missing.push_back("runs." + c.name);
+  return missing;
+}
+
 void PostgresStore::make_schema() {
+  // A complete store is left alone: ALTER TABLE (even ADD COLUMN IF NOT EXISTS) and CREATE INDEX
+  // lock the table against writes, and a daemon connecting while others write deadlocked with
+  // them (its ALTER queued behind their row locks, their next statement queued behind it).
+  if (missing_schema().empty()) return;
   // One daemon at a time: CREATE ... IF NOT EXISTS races with itself across connections.
   in_transaction([this] {
     execute("SELECT pg_advisory_xact_lock(" + number(kSchemaLock) + ")");
@@ -328,6 +394,118 @@ void PostgresStore::claim_workload(const std::string& workload) {
 void PostgresStore::release_workload(const std::string& workload) {
   execute("SELECT pg_advisory_unlock(" + number(kSchemaLock % 2147483647) + "::int, hashtext($1))",
           {workload});
+}
+
+std::vector<Run> PostgresStore::runs_after(std::int64_t id, std::size_t limit) const {
+  return select_runs("id > $1 ORDER BY id LIMIT $2",
+                     {number(id), number(static_cast<std::int64_t>(limit))});
+}
+
+void PostgresStore::each_sample_batch(
+    std::size_t batch, const std::function<void(const std::vector<StoredSample>&)>& take) const {
+  // A cursor, so that a store of millions of samples is never in memory at once; ctid is the
+  // order rows were written in, as long as none was updated (samples never are).
+  // Inside a copy's transaction already (begin_copy); otherwise one of its own for the cursor.
+  const bool own = PQtransactionStatus(connection_) == PQTRANS_IDLE;
+  if (own) execute("BEGIN READ ONLY");
+  try {
+    execute("DECLARE every_sample NO SCROLL CURSOR FOR SELECT * FROM samples ORDER BY ctid");
+    for (;;) {
+      const Result r = execute("FETCH " + std::to_string(batch) + " FROM every_sample");
+      const int n = PQntuples(r.get());
+      if (n == 0) break;
+      std::vector<StoredSample> rows;
+      rows.reserve(static_cast<std::size_t>(n));
+      for (int row = 0; row < n; ++row)
+        rows.push_back({integer(r.get(), row, 0), real(r.get(), row, 1), integer(r.get(), row, 2),
+                        integer(r.get(), row, 3), integer(r.get(), row, 4),
+                        integer(r.get(), row, 5)});
+      take(rows);
+    }
+    execute("CLOSE every_sample");
+    if (own) execute("COMMIT");
+  } catch (...) {
+    if (own) PQclear(PQexec(connection_, "ROLLBACK"));
+    throw;
+  }
+}
+
+std::vector<StoredModel> PostgresStore::models() const {
+  const Result r =
+      execute("SELECT id, workload, target, created, runs, model FROM models ORDER BY id");
+  std::vector<StoredModel> out;
+  for (int row = 0; row < PQntuples(r.get()); ++row)
+    out.push_back({integer(r.get(), row, 0), text(r.get(), row, 1), text(r.get(), row, 2),
+                   real(r.get(), row, 3), integer(r.get(), row, 4), text(r.get(), row, 5)});
+  return out;
+}
+
+void PostgresStore::begin_copy() {
+  execute("BEGIN ISOLATION LEVEL REPEATABLE READ");  // a source's reads see one snapshot
+}
+
+void PostgresStore::insert_runs(const std::vector<Run>& runs) {
+  const int per_run = static_cast<int>(run_values(Run{}).size());
+  // Rows per INSERT: their parameters under the protocol's 65,535.
+  const std::size_t per_insert = 60000 / static_cast<std::size_t>(per_run);
+  for (std::size_t from = 0; from < runs.size(); from += per_insert) {
+    const std::size_t to = std::min(runs.size(), from + per_insert);
+    std::string sql = "INSERT INTO runs (" + run_columns() + ") VALUES ";
+    std::vector<std::string> params;
+    for (std::size_t i = from; i < to; ++i) {
+      sql += (i > from ? ", (" : "(") + placeholders(static_cast<int>(params.size()) + 1, per_run) +
+             ")";
+      for (const ColumnValue& v : run_values(runs[i]))
+        params.push_back(std::visit(
+            [](const auto& value) -> std::string {
+              if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>)
+                return value;
+              else
+                return number(value);
+            },
+            v));
+    }
+    execute(sql, params);
+  }
+}
+
+void PostgresStore::insert_samples(const std::vector<StoredSample>& samples) {
+  for (std::size_t from = 0; from < samples.size(); from += kSamplesPerInsert) {
+    const std::size_t to = std::min(samples.size(), from + kSamplesPerInsert);
+    std::string sql = "INSERT INTO samples VALUES ";
+    std::vector<std::string> params;
+    for (std::size_t i = from; i < to; ++i) {
+      const StoredSample& m = samples[i];
+      sql += (i > from ? ", (" : "(") + placeholders(static_cast<int>(params.size()) + 1, 6) + ")";
+      params.insert(params.end(), {number(m.run), number(m.t_s), number(m.host_live_bytes),
+                                   number(m.host_peak_bytes), number(m.device_live_bytes),
+                                   number(m.device_peak_bytes)});
+    }
+    execute(sql, params);
+  }
+}
+
+void PostgresStore::insert_models(const std::vector<StoredModel>& models) {
+  for (const StoredModel& m : models)
+    execute(
+        "INSERT INTO models (id, workload, target, created, runs, model) "
+        "VALUES ($1, $2, $3, $4, $5, $6)",
+        {number(m.id), m.workload, m.target, number(m.created_unix_s), number(m.runs),
+         m.model_json});
+}
+
+void PostgresStore::commit_copy() {
+  // Rows copied with their ids leave the sequences behind: the next run or model would take an
+  // id already used.
+  for (const char* table : {"runs", "models"})
+    execute(std::string("SELECT setval(pg_get_serial_sequence('") + table +
+            "', 'id'), GREATEST((SELECT COALESCE(MAX(id), 0) FROM " + table + "), 1), (SELECT " +
+            "COUNT(*) > 0 FROM " + table + "))");
+  execute("COMMIT");
+}
+
+void PostgresStore::abort_copy() {
+  PQclear(PQexec(connection_, "ROLLBACK"));
 }
 
 }  // namespace memwatch::daemon

@@ -17,8 +17,12 @@ namespace memwatch::daemon {
 
 class PostgresStore final : public StoreBackend {
  public:
-  // Connects (and, to write, makes or extends the schema); throws StoreError naming the server.
+  // Connects (and, to write, makes or extends the schema); throws StoreError naming the server,
+  // StoreFault::unreachable when it does not answer within libpq's connect_timeout (2 s unless
+  // the URL sets one).
   PostgresStore(const std::string& url, StoreAccess access);
+  // Throws StoreError when `url` is not a connection URL libpq can read.
+  static void check_url(const std::string& url);
   ~PostgresStore() override;
   PostgresStore(const PostgresStore&) = delete;
   PostgresStore& operator=(const PostgresStore&) = delete;
@@ -41,12 +45,25 @@ class PostgresStore final : public StoreBackend {
   void claim_workload(const std::string& workload) override;
   void release_workload(const std::string& workload) override;
 
+  [[nodiscard]] std::vector<Run> runs_after(std::int64_t id, std::size_t limit) const override;
+  void each_sample_batch(
+      std::size_t batch,
+      const std::function<void(const std::vector<StoredSample>&)>& take) const override;
+  [[nodiscard]] std::vector<StoredModel> models() const override;
+  void begin_copy() override;
+  void insert_runs(const std::vector<Run>& runs) override;
+  void insert_samples(const std::vector<StoredSample>& samples) override;
+  void insert_models(const std::vector<StoredModel>& models) override;
+  void commit_copy() override;
+  void abort_copy() override;
+
  private:
   using Result = std::unique_ptr<PGresult, void (*)(PGresult*)>;
   // Runs `sql` with text parameters $1, $2, ...; throws StoreError when the server refuses.
   Result execute(const std::string& sql, const std::vector<std::string>& params = {}) const;
   template <class Work>
   void in_transaction(Work&& work);
+  std::vector<std::string> missing_schema() const;
   void make_schema();
   std::vector<Run> select_runs(const std::string& where,
                                const std::vector<std::string>& params) const;

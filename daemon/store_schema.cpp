@@ -26,9 +26,32 @@ const std::string& run_columns() {
         "id, workload, params, host, pid, status, started, elapsed_s, host_capacity_bytes, "
         "exit_cause, samples";
     for (const Column& f : added_columns()) c += ", " + f.name;
-    return c;
+    return c + ", exit_detail";
   }();
   return columns;
+}
+
+std::vector<ColumnValue> run_values(const Run& r) {
+  std::vector<ColumnValue> v;
+  auto integer = [&](std::int64_t x) { v.emplace_back(std::in_place_type<std::int64_t>, x); };
+  auto real = [&](double x) { v.emplace_back(std::in_place_type<double>, x); };
+  auto text = [&](std::string x) { v.emplace_back(std::in_place_type<std::string>, std::move(x)); };
+  integer(r.id);
+  text(r.workload);
+  text(params_json(r.params));
+  text(r.host);
+  integer(r.pid);
+  text(status_name(r.status));
+  real(r.started_unix_s);
+  real(r.elapsed_s);
+  integer(r.host_capacity_bytes);
+  text(r.exit_cause);
+  integer(r.samples);
+  protocol::for_each_run_figure(r, [&](const Figure&, std::int64_t value) { integer(value); });
+  text(peaks_json(r.device_peaks));
+  text(r.scheduler_job);
+  integer(r.exit_detail);
+  return v;
 }
 
 std::string params_json(const protocol::Params& params) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "memwatch/protocol/figures.hpp"
@@ -27,9 +28,14 @@ struct Column {
 // column when it is opened.
 const std::vector<Column>& added_columns();
 
-// What read_run reads, in its order: kFixedRunColumns fixed columns, then added_columns().
+// What read_run reads, in its order: kFixedRunColumns fixed columns, then added_columns(), then
+// exit_detail.
 inline constexpr int kFixedRunColumns = 11;
 const std::string& run_columns();
+
+// A run's values in run_columns()'s order, as `memwatch store copy` writes them.
+using ColumnValue = std::variant<std::int64_t, double, std::string>;
+std::vector<ColumnValue> run_values(const Run& run);
 
 std::string params_json(const protocol::Params& params);
 protocol::Params params_from_json(const std::string& text);

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
+#include <variant>
 
+#include "sqlite_statement.hpp"
 #include "store_schema.hpp"
 
 namespace memwatch::daemon {
@@ -56,47 +59,6 @@ CREATE TABLE IF NOT EXISTS models (
 CREATE INDEX IF NOT EXISTS models_by_key ON models(workload, target, id);
 )sql";
 
-// A prepared statement, finalized with the scope.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
-      throw StoreError(std::string("store: cannot prepare: ") + sqlite3_errmsg(db));
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  Statement& bind(int i, std::int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
-    return *this;
-  }
-  Statement& bind(int i, double v) {
-    sqlite3_bind_double(stmt_, i, v);
-    return *this;
-  }
-  Statement& bind(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    throw StoreError(std::string("store: ") + sqlite3_errmsg(db_));
-  }
-  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
-  double real(int col) const { return sqlite3_column_double(stmt_, col); }
-  std::string text(int col) const {
-    const auto* t = sqlite3_column_text(stmt_, col);
-    return t ? reinterpret_cast<const char*>(t) : "";
-  }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
 // An added column as SQLite declares it.
 std::string declaration(const Column& c) {
   return c.name + (c.type == "integer" ? " INTEGER" : " TEXT") + " NOT NULL DEFAULT " +
@@ -145,7 +107,8 @@ Run read_run(const Statement& s) {
   int col = kFixedRunColumns;
   protocol::for_each_run_figure(r, [&](const Figure&, std::int64_t& v) { v = s.integer(col++); });
   r.device_peaks = peaks_from_json(s.text(col++));
-  r.scheduler_job = s.text(col);
+  r.scheduler_job = s.text(col++);
+  r.exit_detail = s.integer(col);
   return r;
 }
 
@@ -183,10 +146,10 @@ SqliteStore::SqliteStore(const std::string& path, StoreAccess access) {
   } catch (const StoreError& e) {
     sqlite3_close(db_);
     db_ = nullptr;
-    if (e.locked)
+    if (e.locked())
       throw StoreError(path + " is locked by another program (waited 5 s); stop it, or give " +
                            "this one a database of its own",
-                       true);
+                       StoreFault::locked);
     throw StoreError(path + " is not a memwatch database (" + e.what() + ")");
   }
 }
@@ -202,7 +165,8 @@ void SqliteStore::exec(const char* sql) {
   if (const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &error); rc != SQLITE_OK) {
     const std::string why = error ? error : "unknown error";
     sqlite3_free(error);
-    throw StoreError("store: " + why, (rc & 0xff) == SQLITE_BUSY);
+    throw StoreError("store: " + why,
+                     (rc & 0xff) == SQLITE_BUSY ? StoreFault::locked : StoreFault::refused);
   }
 }
 
@@ -392,6 +356,86 @@ ModelsSince SqliteStore::models_since(std::int64_t after) const {
     since.last_model = std::max(since.last_model, s.integer(1));
   }
   return since;
+}
+
+std::vector<Run> SqliteStore::runs_after(std::int64_t id, std::size_t limit) const {
+  Statement s(db_,
+              ("SELECT " + run_columns() + " FROM runs WHERE id > ? ORDER BY id LIMIT ?").c_str());
+  s.bind(1, id).bind(2, static_cast<std::int64_t>(limit));
+  std::vector<Run> out;
+  while (s.step()) out.push_back(read_run(s));
+  return out;
+}
+
+void SqliteStore::each_sample_batch(
+    std::size_t batch, const std::function<void(const std::vector<StoredSample>&)>& take) const {
+  Statement s(db_, "SELECT * FROM samples ORDER BY rowid");
+  std::vector<StoredSample> rows;
+  while (s.step()) {
+    rows.push_back(
+        {s.integer(0), s.real(1), s.integer(2), s.integer(3), s.integer(4), s.integer(5)});
+    if (rows.size() == batch) take(std::exchange(rows, {}));
+  }
+  if (!rows.empty()) take(rows);
+}
+
+std::vector<StoredModel> SqliteStore::models() const {
+  Statement s(db_, "SELECT id, workload, target, created, runs, model FROM models ORDER BY id");
+  std::vector<StoredModel> out;
+  while (s.step())
+    out.push_back({s.integer(0), s.text(1), s.text(2), s.real(3), s.integer(4), s.text(5)});
+  return out;
+}
+
+void SqliteStore::begin_copy() {
+  exec("BEGIN");  // deferred: a reader's snapshot, or the writer's lock at its first insert
+}
+
+void SqliteStore::insert_runs(const std::vector<Run>& runs) {
+  std::string marks = "?";
+  for (std::size_t i = 1; i < run_values(Run{}).size(); ++i) marks += ", ?";
+  Statement s(db_, ("INSERT INTO runs (" + run_columns() + ") VALUES (" + marks + ")").c_str());
+  for (const Run& run : runs) {
+    int i = 1;
+    for (const ColumnValue& v : run_values(run))
+      std::visit([&](const auto& value) { s.bind(i++, value); }, v);
+    s.step();
+    s.reset();
+  }
+}
+
+void SqliteStore::insert_samples(const std::vector<StoredSample>& samples) {
+  for (const StoredSample& m : samples) {
+    sqlite3_bind_int64(insert_sample_, 1, m.run);
+    sqlite3_bind_double(insert_sample_, 2, m.t_s);
+    sqlite3_bind_int64(insert_sample_, 3, m.host_live_bytes);
+    sqlite3_bind_int64(insert_sample_, 4, m.host_peak_bytes);
+    sqlite3_bind_int64(insert_sample_, 5, m.device_live_bytes);
+    sqlite3_bind_int64(insert_sample_, 6, m.device_peak_bytes);
+    const int rc = sqlite3_step(insert_sample_);
+    sqlite3_reset(insert_sample_);
+    if (rc != SQLITE_DONE) throw StoreError(std::string("store: ") + sqlite3_errmsg(db_));
+  }
+}
+
+void SqliteStore::insert_models(const std::vector<StoredModel>& models) {
+  Statement s(db_,
+              "INSERT INTO models (id, workload, target, created, runs, model) "
+              "VALUES (?, ?, ?, ?, ?, ?)");
+  for (const StoredModel& m : models) {
+    s.bind(1, m.id).bind(2, m.workload).bind(3, m.target).bind(4, m.created_unix_s);
+    s.bind(5, m.runs).bind(6, m.model_json);
+    s.step();
+    s.reset();
+  }
+}
+
+void SqliteStore::commit_copy() {
+  exec("COMMIT");  // an INTEGER PRIMARY KEY goes on from the largest id: nothing to move
+}
+
+void SqliteStore::abort_copy() {
+  sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
 }  // namespace memwatch::daemon

@@ -34,6 +34,18 @@ class SqliteStore final : public StoreBackend {
                                                         const std::string& target) const override;
   [[nodiscard]] ModelsSince models_since(std::int64_t after) const override;
 
+  [[nodiscard]] std::vector<Run> runs_after(std::int64_t id, std::size_t limit) const override;
+  void each_sample_batch(
+      std::size_t batch,
+      const std::function<void(const std::vector<StoredSample>&)>& take) const override;
+  [[nodiscard]] std::vector<StoredModel> models() const override;
+  void begin_copy() override;
+  void insert_runs(const std::vector<Run>& runs) override;
+  void insert_samples(const std::vector<StoredSample>& samples) override;
+  void insert_models(const std::vector<StoredModel>& models) override;
+  void commit_copy() override;
+  void abort_copy() override;
+
  private:
   void exec(const char* sql);
   // Runs `work` in one BEGIN IMMEDIATE transaction; rolls back and rethrows if it throws.

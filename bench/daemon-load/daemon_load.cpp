@@ -1,7 +1,9 @@
 // Load on memwatchd: N simulated shims (DEALER sockets speaking the real wire format) report
 // HELLO, SAMPLEs at a fixed rate and BYE, while a client measures query latency over ipc.
 // Prints what was stored against what was sent, the ingest rate, and p50/p99 latency.
-//   daemon_load QUERY_ENDPOINT INGEST_ENDPOINT [SHIMS=200] [HZ=100] [SECONDS=30]
+//   daemon_load QUERY_EPS INGEST_EPS [SHIMS=200] [HZ=100] [SECONDS=30]
+// Several daemons on one shared store: comma-separated endpoints, shim i reporting to the
+// (i mod n)th ingest endpoint and the status probes going round the query endpoints.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -33,7 +35,7 @@ json ask(zmq::socket_t& s, const json& request) {
 void shim(zmq::context_t& ctx, const std::string& ingest, int index, int hz, double seconds,
           const std::string& workload, std::atomic<long>& sent) {
   zmq::socket_t s(ctx, zmq::socket_type::dealer);
-  s.set(zmq::sockopt::linger, 5000);
+  s.set(zmq::sockopt::linger, 60000);
   s.set(zmq::sockopt::sndhwm, 100000);
   s.connect(ingest);
   protocol::Hello hello;
@@ -62,6 +64,15 @@ void shim(zmq::context_t& ctx, const std::string& ingest, int index, int hz, dou
   sent += n;
 }
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t from = 0;
+  for (std::size_t comma; (comma = text.find(',', from)) != std::string::npos; from = comma + 1)
+    parts.push_back(text.substr(from, comma - from));
+  parts.push_back(text.substr(from));
+  return parts;
+}
+
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -75,7 +86,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s QUERY_EP INGEST_EP [SHIMS] [HZ] [SECONDS]\n", argv[0]);
     return 2;
   }
-  const std::string query = argv[1], ingest = argv[2];
+  const std::vector<std::string> queries = split_commas(argv[1]), ingests = split_commas(argv[2]);
   const int shims = argc > 3 ? std::atoi(argv[3]) : 200;
   const int hz = argc > 4 ? std::atoi(argv[4]) : 100;
   const double seconds = argc > 5 ? std::atof(argv[5]) : 30;
@@ -85,22 +96,28 @@ int main(int argc, char** argv) {
   // The querying client has a context of its own, as the CLI in its own process has: its
   // replies are not queued behind the simulated shims' frames in this process's I/O threads.
   zmq::context_t client_ctx(1);
-  zmq::socket_t client(client_ctx, zmq::socket_type::req);
-  client.set(zmq::sockopt::rcvtimeo, 10000);
-  client.connect(query);
-  const json before = ask(client, {{"op", "status"}});
-  if (before["ok"] != true) {
-    std::fprintf(stderr, "daemon_load: no memwatchd answers at %s\n", query.c_str());
-    return 1;
+  std::vector<zmq::socket_t> clients;
+  for (const std::string& query : queries) {
+    zmq::socket_t& client = clients.emplace_back(client_ctx, zmq::socket_type::req);
+    client.set(zmq::sockopt::rcvtimeo, 10000);
+    // A daemon that stops answering (one of several died) must not wedge the socket.
+    client.set(zmq::sockopt::req_relaxed, 1);
+    client.set(zmq::sockopt::req_correlate, 1);
+    client.connect(query);
+    if (ask(client, {{"op", "status"}})["ok"] != true) {
+      std::fprintf(stderr, "daemon_load: no memwatchd answers at %s\n", query.c_str());
+      return 1;
+    }
   }
+  zmq::socket_t& client = clients.front();
 
   std::atomic<long> sent{0};
   std::atomic<bool> done{false};
   std::vector<double> latency_ms;
   std::thread prober([&] {
-    while (!done) {
+    for (std::size_t turn = 0; !done; ++turn) {
       const auto t0 = steady_clock::now();
-      ask(client, {{"op", "status"}});
+      ask(clients[turn % clients.size()], {{"op", "status"}});
       latency_ms.push_back(duration<double, std::milli>(steady_clock::now() - t0).count());
       std::this_thread::sleep_for(milliseconds(5));
     }
@@ -108,7 +125,8 @@ int main(int argc, char** argv) {
   const auto t0 = steady_clock::now();
   std::vector<std::thread> threads;
   for (int i = 0; i < shims; ++i)
-    threads.emplace_back(shim, std::ref(ctx), ingest, i, hz, seconds, workload, std::ref(sent));
+    threads.emplace_back(shim, std::ref(ctx), ingests[static_cast<std::size_t>(i) % ingests.size()],
+                         i, hz, seconds, workload, std::ref(sent));
   for (auto& t : threads) t.join();
   std::fprintf(stderr, "daemon_load: %d shims done after %.1f s; waiting for the store\n", shims,
                duration<double>(steady_clock::now() - t0).count());
@@ -130,7 +148,8 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(milliseconds(100));
   }
   const double elapsed = duration<double>(steady_clock::now() - t0).count();
-  std::printf("daemon load: %d shims x %d Hz x %.0f s over ipc\n", shims, hz, seconds);
+  std::printf("daemon load: %d shims x %d Hz x %.0f s over ipc, %zu daemon%s\n", shims, hz, seconds,
+              ingests.size(), ingests.size() > 1 ? "s on one store" : "");
   std::printf("  runs stored    %zu of %d (finished)\n", finished, shims);
   std::printf("  samples stored %ld of %ld sent (%ld lost)\n", stored_samples, sent.load(),
               sent.load() - stored_samples);

@@ -116,7 +116,7 @@ TEST(Store, AFileLockedByAnotherProgramIsNamedAsLockedNotAsForeign) {
     Store second(db);
     ADD_FAILURE() << "opened a store another connection holds exclusively";
   } catch (const StoreError& e) {
-    EXPECT_TRUE(e.locked);
+    EXPECT_TRUE(e.locked());
     EXPECT_NE(std::string(e.what()).find(db + " is locked by another program"), std::string::npos)
         << e.what();
   }

@@ -90,9 +90,19 @@ class Daemon {
     if (pid_ == 0) {
       const std::string err = dir_ + "/daemon.err";
       if (freopen(err.c_str(), "a", stderr) == nullptr) _exit(126);
-      std::vector<std::string> args = {MEMWATCHD_PATH, "--ingest",    setup_.ingest, "--query",
-                                       setup_.query,   "--events",    setup_.events, "--db",
-                                       setup_.db,      "--foreground"};
+      // A queue of its own: on a PostgreSQL store each daemon holds one (--queue).
+      std::vector<std::string> args = {MEMWATCHD_PATH,
+                                       "--ingest",
+                                       setup_.ingest,
+                                       "--query",
+                                       setup_.query,
+                                       "--events",
+                                       setup_.events,
+                                       "--store",
+                                       setup_.db,
+                                       "--queue",
+                                       dir_ + "/state/queue.db",
+                                       "--foreground"};
       args.insert(args.end(), setup_.more_args.begin(), setup_.more_args.end());
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());

@@ -42,11 +42,21 @@ class PostgresServer {
          "pg_ctl start");
     running_ = true;
   }
-  // Stops at once, as a crash or a restart would (the next start recovers).
-  void stop() {
+  // Stops at once, as a crash would (the next start recovers); "fast" as an operator's restart
+  // does, ending every session first.
+  void stop(const std::string& mode = "immediate") {
     if (!running_) return;
-    run(as_owner({bin("pg_ctl"), "-D", home_ + "/data", "-m", "immediate", "-w", "stop"}));
+    run(as_owner({bin("pg_ctl"), "-D", home_ + "/data", "-m", mode, "-w", "stop"}));
     running_ = false;
+  }
+  // The first column of `sql`'s rows in `database`, one line each (psql's unaligned output).
+  std::string query(const std::string& database, const std::string& sql) {
+    const Finished f = run(as_owner({bin("psql"), "-h", home_, "-p", std::to_string(port_), "-U",
+                                     "memwatch", "-d", database, "-tAc", sql}));
+    must(f, "psql " + sql);
+    std::string out = f.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
   }
   // A database of its own for each caller that names one.
   std::string create_database(const std::string& name) {
