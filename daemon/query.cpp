@@ -55,6 +55,7 @@ json run_json(const Run& r) {
               {"elapsed_s", r.elapsed_s},
               {"device_peaks", r.device_peaks},
               {"exit_cause", r.exit_cause},
+              {"exit_detail", r.exit_detail},
               {"scheduler_job", r.scheduler_job},
               {"samples", r.samples}};
   protocol::for_each_run_figure(

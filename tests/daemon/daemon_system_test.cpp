@@ -149,6 +149,7 @@ TEST(Daemon, AProgramEndingByUnderscoreExitIsStoredAsEndedWithItsStatus) {
   for (const json& run : runs) {
     EXPECT_EQ(run["status"], "finished") << run.dump();
     EXPECT_EQ(run["exit_cause"], "_exit") << run.dump();
+    EXPECT_EQ(run["exit_detail"], run["params"]["n"].get<int>() + 2) << run.dump();
   }
   const json& python = runs[0]["params"]["n"] == 1 ? runs[0] : runs[1];
   EXPECT_GE(python["host_peak_bytes"].get<std::int64_t>(), 48 << 20);
