@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <iterator>
+#include <set>
 #include <thread>
 #include <zmq_addon.hpp>
 
@@ -35,6 +36,8 @@ constexpr std::chrono::milliseconds kFlushEvery{20};
 constexpr std::chrono::microseconds kGather{1000};
 constexpr std::chrono::milliseconds kTick{100};
 constexpr double kLivenessEvery = 1.0;
+// Segments left by processes no run of the store names (orphan_segments.hpp), swept this often.
+constexpr double kOrphanSweepEvery = 60.0;
 constexpr double kMetricsEvery = 0.1;  // a scrape sees the loop's figures this fresh
 // ZeroMQ I/O threads: the first moves the shims' frames, the second only the queries', so a
 // reply is never queued behind thousands of samples.
@@ -130,6 +133,7 @@ void Server::run(const std::atomic<bool>& stop) {
   if (curve_)
     for (const zmq::pollitem_t& item : curve_->poll_items()) items.push_back(item);
   double last_liveness = 0;
+  double last_orphan_sweep = 0;
   while (!stop.load()) {
     try {
       zmq::poll(items, store_.queued_samples() > 0 ? kFlushEvery : kTick);
@@ -157,6 +161,10 @@ void Server::run(const std::atomic<bool>& stop) {
       try {
         check_liveness();
         if (store_.shared()) catch_up_with_others();
+        if (now - last_orphan_sweep >= kOrphanSweepEvery) {
+          sweep_orphan_segments();
+          last_orphan_sweep = now;
+        }
       } catch (const StoreError& e) {
         // The server is away (or undid a read in a conflict): runs are queued meanwhile, and
         // both are tried again in a second.
@@ -364,6 +372,12 @@ void Server::check_liveness() {
                   [&](const auto& entry) { return store_.stored_id(entry.second.run) == run.id; });
     publish({{"event", "run_killed"}, {"run", run.id}, {"workload", run.workload}});
   }
+}
+
+void Server::sweep_orphan_segments() {
+  std::set<int> running;
+  for (const Run& run : store_.running_on(host_)) running.insert(static_cast<int>(run.pid));
+  orphans_.sweep(running);
 }
 
 void Server::publish(const json& event) {

@@ -19,6 +19,7 @@
 #include "model_worker.hpp"
 #include "models.hpp"
 #include "options.hpp"
+#include "orphan_segments.hpp"
 #include "query_server.hpp"
 #include "run_watch.hpp"
 #include "status_board.hpp"
@@ -45,6 +46,7 @@ class Server {
  private:
   int on_ingest();  // frames taken
   void check_liveness();
+  void sweep_orphan_segments();
   void catch_up_with_others();
   void publish(const nlohmann::json& event);
   void on_hello(const std::string& peer, const protocol::Hello& hello);
@@ -68,6 +70,7 @@ class Server {
   std::int64_t models_seen_ = 0;  // the last model read from the store
   ModelWorker worker_;
   std::string host_;
+  OrphanSweep orphans_;  // segments left by processes no stored run names
   IngestStats stats_;
   double started_ = 0;
   Counts counts_;  // as stored at start, runs and samples counted on since
