@@ -21,13 +21,6 @@ std::string mib(const json& bytes) {
   return text;
 }
 
-std::string params_text(const json& params) {
-  std::string out;
-  for (const auto& [name, value] : params.items())
-    out += (out.empty() ? "" : ",") + name + "=" + value.dump();
-  return out;
-}
-
 // "store: URL unreachable since 19:30:02 UTC (why), 12 runs (3400 samples) queued locally in PATH"
 void print_store_health(const json& store) {
   const long long runs = store.value("queued_runs", 0LL);

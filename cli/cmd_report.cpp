@@ -116,13 +116,6 @@ std::string mib(const json& bytes) {
   return text;
 }
 
-std::string params_text(const json& params) {
-  std::string out;
-  for (const auto& [name, value] : params.items())
-    out += (out.empty() ? "" : ",") + name + "=" + value.dump();
-  return out;
-}
-
 void print_job(const json& r) {
   std::printf("job %s", r["job"].get<std::string>().c_str());
   if (r.contains("state"))

@@ -122,4 +122,11 @@ bool daemon_refuses_connection(const std::string& endpoint, std::chrono::millise
   return refused;
 }
 
+std::string params_text(const nlohmann::json& params) {
+  std::string out;
+  for (const auto& [name, value] : params.items())
+    out += (out.empty() ? "" : ",") + name + "=" + value.dump();
+  return out;
+}
+
 }  // namespace memwatch::cli

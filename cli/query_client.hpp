@@ -36,4 +36,7 @@ nlohmann::json ask_daemon(const DaemonQuery& daemon, const nlohmann::json& reque
 // for other transports, and when no refusal came in time.
 bool daemon_refuses_connection(const std::string& endpoint, std::chrono::milliseconds wait);
 
+// A run's parameters as the daemon answers them (`runs`), for people: batch=8,dim=64.
+std::string params_text(const nlohmann::json& params);
+
 }  // namespace memwatch::cli

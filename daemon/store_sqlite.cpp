@@ -13,6 +13,18 @@ namespace memwatch::daemon {
 
 namespace {
 
+// A sample's row of the samples table (run, time, host live and peak, device live and peak), for
+// a sample as it arrives and as it is copied from another store.
+template <class Sample>
+void bind_sample(sqlite3_stmt* insert, std::int64_t run, const Sample& m) {
+  sqlite3_bind_int64(insert, 1, run);
+  sqlite3_bind_double(insert, 2, m.t_s);
+  sqlite3_bind_int64(insert, 3, m.host_live_bytes);
+  sqlite3_bind_int64(insert, 4, m.host_peak_bytes);
+  sqlite3_bind_int64(insert, 5, m.device_live_bytes);
+  sqlite3_bind_int64(insert, 6, m.device_peak_bytes);
+}
+
 using protocol::Figure;
 using protocol::kFigures;
 
@@ -229,13 +241,7 @@ void SqliteStore::write_samples(const std::vector<QueuedSample>& batch) {
   };
   in_transaction([&] {
     for (const QueuedSample& q : batch) {
-      const protocol::Sample& m = q.sample;
-      sqlite3_bind_int64(insert_sample_, 1, q.run);
-      sqlite3_bind_double(insert_sample_, 2, m.t_s);
-      sqlite3_bind_int64(insert_sample_, 3, m.host_live_bytes);
-      sqlite3_bind_int64(insert_sample_, 4, m.host_peak_bytes);
-      sqlite3_bind_int64(insert_sample_, 5, m.device_live_bytes);
-      sqlite3_bind_int64(insert_sample_, 6, m.device_peak_bytes);
+      bind_sample(insert_sample_, q.run, q.sample);
       run_once(insert_sample_);
     }
     for (const auto& [run, c] : changes_of(batch)) {
@@ -406,12 +412,7 @@ void SqliteStore::insert_runs(const std::vector<Run>& runs) {
 
 void SqliteStore::insert_samples(const std::vector<StoredSample>& samples) {
   for (const StoredSample& m : samples) {
-    sqlite3_bind_int64(insert_sample_, 1, m.run);
-    sqlite3_bind_double(insert_sample_, 2, m.t_s);
-    sqlite3_bind_int64(insert_sample_, 3, m.host_live_bytes);
-    sqlite3_bind_int64(insert_sample_, 4, m.host_peak_bytes);
-    sqlite3_bind_int64(insert_sample_, 5, m.device_live_bytes);
-    sqlite3_bind_int64(insert_sample_, 6, m.device_peak_bytes);
+    bind_sample(insert_sample_, m.run, m);
     const int rc = sqlite3_step(insert_sample_);
     sqlite3_reset(insert_sample_);
     if (rc != SQLITE_DONE) throw StoreError(std::string("store: ") + sqlite3_errmsg(db_));
