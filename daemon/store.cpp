@@ -25,7 +25,10 @@ double unix_now() {
 }  // namespace
 
 std::string without_password(const std::string& location) {
-  return std::regex_replace(location, std::regex("(://[^:/@]*):[^@/]*@"), "$1:***@");
+  // user:PASSWORD@host, and a password=... parameter of the query string.
+  const std::string blanked =
+      std::regex_replace(location, std::regex("(://[^:/@]*):[^@/]*@"), "$1:***@");
+  return std::regex_replace(blanked, std::regex("([?&]password=)[^&]*"), "$1***");
 }
 
 bool is_postgres_location(const std::string& location) {

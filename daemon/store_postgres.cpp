@@ -154,7 +154,17 @@ void PostgresStore::check_url(const std::string& url) {
     throw StoreError("'" + without_password(url) +
                      "' is not a PostgreSQL URL (expected postgresql://USER@HOST/DB): " + why);
   }
+  bool has_password = false;
+  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o)
+    has_password = has_password || (std::string_view(o->keyword) == "password" &&
+                                    o->val != nullptr && *o->val != '\0');
   PQconninfoFree(options);
+  // The URL is an argument, and `ps` shows every process's arguments to every user.
+  if (has_password)
+    throw StoreError("'" + without_password(url) +
+                     "' holds a password, which ps shows to every user of this machine: put it "
+                     "in ~/.pgpass or the file PGPASSFILE names, or in a libpq service file "
+                     "(postgresql:///?service=NAME)");
 }
 
 PostgresStore::PostgresStore(const std::string& url, StoreAccess access)

@@ -169,20 +169,28 @@ TEST(PostgresStore, ConnectingToACompleteStoreWaitsForNoWriter) {
 }
 
 // A server that does not answer is no error at start (a daemon queues meanwhile): a read says
-// which server, as `status` does, without the password.
+// which server, as `status` does; a backend given a password (the store refuses one on its
+// command line, but a service file may hold one) never repeats it.
 TEST(PostgresStore, AServerThatDoesNotAnswerIsNamedWithoutItsPassword) {
-  Store store("postgresql://memwatch:secret@/memwatch?host=/nonexistent&port=1");
+  Store store("postgresql://memwatch@/memwatch?host=/nonexistent&port=1");
   EXPECT_FALSE(store.health().reachable);
-  EXPECT_EQ(store.health().why.find("secret"), std::string::npos) << store.health().why;
   try {
     (void)store.counts();
     FAIL() << "read from nothing";
   } catch (const StoreError& e) {
     EXPECT_TRUE(e.unreachable());
+    EXPECT_NE(
+        std::string(e.what()).find("cannot connect to the PostgreSQL store postgresql://memwatch@"),
+        std::string::npos)
+        << e.what();
+  }
+  try {
+    (void)open_backend("postgresql://memwatch:secret@/memwatch?host=/nonexistent&port=1",
+                       StoreAccess::read_write);
+    FAIL() << "connected to nothing";
+  } catch (const StoreError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("cannot connect to the PostgreSQL store postgresql://memwatch:***@"),
-              std::string::npos)
-        << what;
+    EXPECT_NE(what.find("postgresql://memwatch:***@"), std::string::npos) << what;
     EXPECT_EQ(what.find("secret"), std::string::npos) << what;
   }
 }

@@ -152,4 +152,20 @@ TEST(StoreQueue, AMalformedUrlIsRefusedAtOnce) {
   }
 }
 
+TEST(StoreQueue, AUrlHoldingAPasswordIsRefusedWithoutShowingIt) {
+  test::TempDir dir;
+  for (const std::string url : {"postgresql://memwatch:s3cret@localhost/memwatch",
+                                "postgresql://memwatch@localhost/memwatch?password=s3cret"}) {
+    try {
+      Store store(url, StoreAccess::read_write, {dir.file("q.db"), 10});
+      FAIL() << "a URL with a password was taken";
+    } catch (const StoreError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("holds a password"), std::string::npos) << what;
+      EXPECT_NE(what.find(".pgpass"), std::string::npos) << what;
+      EXPECT_EQ(what.find("s3cret"), std::string::npos) << what;
+    }
+  }
+}
+
 }  // namespace
