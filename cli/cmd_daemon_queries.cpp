@@ -6,6 +6,7 @@
 #include <string>
 
 #include "args.hpp"
+#include "memwatch/model/model.hpp"
 #include "memwatch/protocol/parse.hpp"
 #include "query_client.hpp"
 
@@ -121,10 +122,15 @@ int cmd_runs(std::span<char* const> argv) {
 
 int cmd_predict_daemon(std::span<char* const> argv) {
   return query(argv, {"workload", "target"}, {{"op", "predict"}}, {"workload"}, [](const json& r) {
-    std::printf("%s\n  predicted %s, upper bound %s%s (from %lld runs)\n",
+    // An older daemon answers without the reach: extrapolating, vouched for, as it said.
+    model::Prediction at;
+    at.extrapolating = r["extrapolating"].get<bool>();
+    at.reach_ratio = r.value("reach_ratio", 1.0);
+    at.vouched = r.value("vouched", true);
+    const std::string note = model::extrapolation_note(at);
+    std::printf("%s\n  predicted %s, upper bound %s%s%s (from %lld runs)\n",
                 r["formula"].get<std::string>().c_str(), gib(r["peak_bytes"]).c_str(),
-                gib(r["upper_bytes"]).c_str(),
-                r["extrapolating"].get<bool>() ? ", extrapolating" : "",
+                gib(r["upper_bytes"]).c_str(), note.empty() ? "" : "; ", note.c_str(),
                 r["runs"].get<long long>());
   });
 }

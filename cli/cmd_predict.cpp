@@ -48,6 +48,11 @@ model::Model read_model(const std::string& path) {
   }
 }
 
+std::string note_text(const model::Prediction& p) {
+  const std::string note = model::extrapolation_note(p);
+  return note.empty() ? "" : "  (" + note + ")";
+}
+
 std::string gib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f GiB", bytes / 1073741824.0);
@@ -112,10 +117,12 @@ int cmd_predict(std::span<char* const> argv) {
     if (args.flag("json")) {
       out.push_back({{"prediction", pred.value},
                      {"upper", pred.upper},
-                     {"extrapolating", pred.extrapolating}});
+                     {"extrapolating", pred.extrapolating},
+                     {"reach_ratio", pred.reach_ratio},
+                     {"vouched", pred.vouched}});
     } else {
       std::printf("prediction %.6g  upper %.6g%s\n", pred.value, pred.upper,
-                  pred.extrapolating ? "  (extrapolating: outside the training range)" : "");
+                  note_text(pred).c_str());
     }
   }
   if (args.flag("json")) std::puts((input ? out : out.front()).dump().c_str());
@@ -153,14 +160,17 @@ int cmd_max(std::span<char* const> argv) {
       out["peak_bytes"] = best.at.value;
       out["upper_bytes"] = best.at.upper;
       out["extrapolating"] = best.at.extrapolating;
+      out["reach_ratio"] = best.at.reach_ratio;
+      out["vouched"] = best.at.vouched;
     }
     std::puts(out.dump().c_str());
   } else if (best.value <= 0) {
     std::printf("no value of %s fits in %s\n", vary.c_str(), gib(capacity).c_str());
   } else {
-    std::printf("largest %s that fits in %s: %g (predicted %s, upper bound %s%s)\n", vary.c_str(),
+    const std::string note = model::extrapolation_note(best.at);
+    std::printf("largest %s that fits in %s: %g (predicted %s, upper bound %s%s%s)\n", vary.c_str(),
                 gib(capacity).c_str(), best.value, gib(best.at.value).c_str(),
-                gib(best.at.upper).c_str(), best.at.extrapolating ? ", extrapolating" : "");
+                gib(best.at.upper).c_str(), note.empty() ? "" : "; ", note.c_str());
   }
   return 0;
 }

@@ -149,7 +149,7 @@ bool settled(const Fitted& now, const std::optional<Fitted>& before, double tole
     return false;
   if (!grows(now, tolerance)) return false;
   return std::abs(now.at_target.value / before->at_target.value - 1) <= tolerance &&
-         relative_headroom(now) <= tolerance;
+         relative_headroom(now) <= tolerance && now.at_target.vouched;
 }
 
 // Seconds a run of `expected` bytes should take: the runs' median time per byte.
@@ -333,6 +333,14 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
   if (a.model_out) std::ofstream(*a.model_out) << model::to_json(fitted->model) << "\n";
   if (!grows(*fitted, a.tolerance))
     stopped += "; the runs' peaks hardly differ: the prediction is their floor, not a law";
+  if (!fitted->at_target.vouched) {
+    char why[200];
+    std::snprintf(why, sizeof why,
+                  "; the target lies %.3gx past the runs' memory, further than they check: the "
+                  "bound is not vouched for",
+                  fitted->at_target.reach_ratio);
+    stopped += why;
+  }
   std::printf(
       "memwatch sweep --auto: at %s predicted %s, upper bound %s (+%.2f%%), from %zu runs (the "
       "largest %s, %.1f%% of the prediction); stopped: %s\n",

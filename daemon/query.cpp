@@ -142,6 +142,8 @@ json QueryTable::op_predict(const json& r) const {
           {"peak_bytes", pred.value},
           {"upper_bytes", pred.upper},
           {"extrapolating", pred.extrapolating},
+          {"reach_ratio", pred.reach_ratio},
+          {"vouched", pred.vouched},
           {"formula", formula_of(*m, p)},
           {"runs", runs}};
 }
@@ -164,6 +166,7 @@ json QueryTable::op_max(const json& r) const {
     const model::Prediction pred = m->predict(p);
     reply["peak_bytes"] = pred.value;
     reply["upper_bytes"] = pred.upper;
+    reply["vouched"] = pred.vouched;
   }
   return reply;
 }

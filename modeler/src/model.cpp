@@ -107,6 +107,12 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   if (options.batch_slices && options.priors.enabled)
     part.slices = make_batch_slices(d, batch_param(d.params, options.priors));
   part.bound = final_fit ? make_bound(*final_fit, d, options.bound_level, part.slices) : Bound{};
+  if (final_fit)
+    part.bound.extrapolation =
+        check_extrapolation(d, part.function, terms.nonnegative, options.loss);
+  if (options.priors.enabled && !overruled)
+    for (ParamCheck& c : part.bound.extrapolation.params)
+      c.affine = c.param == batch_param(d.params, options.priors);
   if (!part.slices.empty() && !corrections_pay(part.bound)) {
     part.slices = {};
     part.bound.carried = {};
@@ -199,7 +205,23 @@ Prediction Model::predict(const SubModel& part, std::span<const double> x) const
     for (const auto& r : part.runner_ups) widest = std::max(widest, r.evaluate(x));
     out.upper += widest - formula;
   }
+  const ExtrapolationCheck& past = part.bound.extrapolation;
+  out.upper += out.value * past.widening(part.function, x);
+  out.reach_ratio = std::exp(past.reach(part.function, x));
+  out.vouched = past.vouches(part.function, x);
   return out;
+}
+
+std::string extrapolation_note(const Prediction& p) {
+  if (!p.extrapolating && p.reach_ratio <= 1) return "";
+  std::string note = "extrapolating: outside the training range";
+  if (p.reach_ratio > 1) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, ", %.3gx the runs' memory along it%s", p.reach_ratio,
+                  p.vouched ? "" : ", further than the runs check: the bound is not vouched for");
+    note += buf;
+  }
+  return note;
 }
 
 Prediction Model::predict(const Point& p) const {
@@ -229,6 +251,19 @@ std::string Model::describe() const {
     s += "  bound         " + part.bound.describe() + "\n";
     s += "                off the training range, widened by " +
          std::to_string(part.runner_ups.size()) + " runner-up model(s)\n";
+    for (const ParamCheck& c : part.bound.extrapolation.params) {
+      if (c.held_out > 0)
+        std::snprintf(buf, sizeof buf,
+                      "                past %s = %g, widened by %.2f%% per e-fold (the upper "
+                      "quartile of %zu run(s) at %g predicted without them)\n",
+                      params[c.param].c_str(), c.top, c.miss_per_reach * 100, c.held_out, c.top);
+      else
+        std::snprintf(buf, sizeof buf,
+                      "                past %s = %g: not checked (fewer than three values, too few "
+                      "runs below it, or none 28%% past them): the largest rate\n",
+                      params[c.param].c_str(), c.top);
+      s += buf;
+    }
     if (!part.slices.empty())
       s += "  corrected     by the misses of runs of the same configuration at other " +
            params[part.slices.param] + " values\n";

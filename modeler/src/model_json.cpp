@@ -1,5 +1,6 @@
 #include "memwatch/model/model_json.hpp"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace memwatch::model {
@@ -118,6 +119,15 @@ std::string to_json(const Model& m, int indent) {
         j["bound"][name] = {{"runs", c->runs},
                             {"ratios", c->ratios},
                             {"local_scale", scale_json(c->scale, c->run_scales)}};
+    ojson checks = ojson::array();
+    for (const ParamCheck& c : p.bound.extrapolation.params)
+      checks.push_back({{"param", m.params[c.param]},
+                        {"top", c.top},
+                        {"miss_per_reach", c.miss_per_reach},
+                        {"held_out", c.held_out},
+                        {"checked_reach", c.checked_reach},
+                        {"affine", c.affine}});
+    j["bound"]["extrapolation"] = std::move(checks);
     ojson runner_ups = ojson::array();
     for (const auto& r : p.runner_ups) runner_ups.push_back(function_json(r, m.params));
     j["runner_ups"] = std::move(runner_ups);
@@ -199,6 +209,20 @@ Model model_from_json(std::string_view text) {
         read_scale(jc.at("local_scale"), c->runs.size(), m.params.size(), c->scale, c->run_scales,
                    where + ".local_scale");
       }
+      // Models saved before the check have none: no widening past the runs, as they predicted.
+      if (b.contains("extrapolation"))
+        for (const json& e : b.at("extrapolation")) {
+          ParamCheck c;
+          c.param = param_index(m.params, e.at("param").get<std::string>());
+          c.top = e.at("top").get<double>();
+          c.miss_per_reach = e.at("miss_per_reach").get<double>();
+          c.held_out = e.at("held_out").get<std::size_t>();
+          c.checked_reach = e.at("checked_reach").get<double>();
+          c.affine = e.at("affine").get<bool>();
+          if (!(c.miss_per_reach >= 0) || !std::isfinite(c.miss_per_reach))
+            throw ModelJsonError("bound.extrapolation.miss_per_reach must be a finite number >= 0");
+          p.bound.extrapolation.params.push_back(c);
+        }
       for (const auto& r : jp.at("runner_ups")) p.runner_ups.push_back(function_from(r, m.params));
       // Models saved before the slices have none: the formula alone, as they predicted.
       if (jp.contains("batch_slices")) {

@@ -137,6 +137,23 @@ TEST(SweepAuto, StopsWhenTheMinutesAreSpent) {
       << o.out;
 }
 
+TEST(SweepAuto, ATargetFurtherPastTheRunsThanTheyCheckIsNotVouchedForAndNeverEndsTheSweep) {
+  TempDir dir;
+  const auto out = dir.file("auto.csv");
+  // Two values of dim: the runs cannot check the law past dim 2, and the target lies at 8.
+  const Finished o =
+      run({MEMWATCH_BIN, "sweep", "--auto", "--shim", SHIM_PATH, "--out", out, "--toward",
+           "batch=64,dim=8", "--grid", "batch=1,2,4,8,16,32,64", "--grid", "dim=1,2",
+           "--budget-runs", "8", "--", SWEEP_HELPER, "{batch}x{dim}"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out.find("the bound is within"), std::string::npos) << o.out;
+  // Past batch 16 (the largest run under the cap) and past dim 2: 4 x 4 times the runs' memory.
+  EXPECT_NE(o.out.find("the target lies 16x past the runs' memory, further than they check: the "
+                       "bound is not vouched for"),
+            std::string::npos)
+      << o.out;
+}
+
 TEST(SweepAuto, AFloorUnderEveryRunIsNoLawAndNeverEndsTheSweepAsOne) {
   TempDir dir;
   const auto out = dir.file("auto.csv");

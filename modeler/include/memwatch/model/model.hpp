@@ -74,7 +74,15 @@ struct Prediction {
   double value = 0;
   double upper = 0;
   bool extrapolating = false;  // a parameter lies outside the training range
+  // How far past the runs, as the ratio of the formula's variable part here to the runs' along
+  // the parameters it is past (extrapolation.hpp); 1 within them.
+  double reach_ratio = 1;
+  bool vouched = true;  // the runs' extrapolation checks reach half as far or further
 };
+
+// "" within the runs; otherwise a note for people: outside the training range, how far past the
+// runs' memory, and whether the runs' checks vouch for the bound that far.
+[[nodiscard]] std::string extrapolation_note(const Prediction& p);
 
 struct Model {
   std::string target;

@@ -12,6 +12,7 @@
 
 #include "memwatch/model/batch_slices.hpp"
 #include "memwatch/model/dataset.hpp"
+#include "memwatch/model/extrapolation.hpp"
 #include "memwatch/model/function.hpp"
 #include "memwatch/model/hypothesis.hpp"
 #include "memwatch/model/local_scale.hpp"
@@ -46,6 +47,9 @@ struct Bound {
   std::vector<double> run_scales;
   CorrectedScores carried;  // both empty without batch slices
   CorrectedScores line;
+  // Past the runs' memory, the bound widens by the misses a refit without the furthest runs
+  // made at them; empty (no widening) for too few runs or a model saved before it.
+  ExtrapolationCheck extrapolation;
 
   [[nodiscard]] bool enough_runs() const { return level >= requested_level; }
   // Runs needed for the requested level: the smallest n with ceil(level * (n + 1)) <= n.

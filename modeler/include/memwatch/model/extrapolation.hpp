@@ -1,0 +1,61 @@
+// How far the formula's misses grow past the runs. Leave-one-out scores measure the formula
+// among its runs; a target at eight times the largest run's volume asks for a slope that the
+// runs, near the trainer's floor, may not show yet (sweep --auto toward batch 8 at 64^3 from six
+// runs of 16-32^3: predicted 10% low, its bound +3.7%). So for each parameter the formula's terms
+// are fitted again without the runs at its largest value and asked at them, as a point past that
+// value will be asked: the upper quartile of the misses per e-fold of reach is how much wider the
+// bound grows per e-fold past the runs along that parameter. Where the runs cannot show it (that
+// case: at 32^3 the growth is within the jags), a point far past what the check reached is not
+// vouched for.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "memwatch/model/dataset.hpp"
+#include "memwatch/model/function.hpp"
+#include "memwatch/model/least_squares.hpp"
+
+namespace memwatch::model {
+
+// Reach along a parameter is measured in the formula's variable part, f(x) - constant (the bytes
+// the parameters add): the natural log of its value at x over its value at x with that parameter
+// brought back to its largest run value.
+struct ParamCheck {
+  std::size_t param = 0;
+  double top = 0;  // the parameter's largest value among the runs
+  // The upper quartile of the held-out runs' under-predictions per unit of reach, relative to the
+  // variable part (a slope missed by 10% is a 10% miss where the variable part is the whole peak).
+  double miss_per_reach = 0;
+  std::size_t held_out = 0;  // runs the check predicted from the others; 0: no check made
+  double checked_reach = 0;  // the furthest of them past the rest
+  // The priors hold memory affine in this parameter (batch): measured on the reference sweeps
+  // to 0.1%, that vouches for a point past it as far as the formula is affine, checked or not.
+  bool affine = false;
+};
+
+struct ExtrapolationCheck {
+  std::vector<ParamCheck> params;  // one per numeric parameter
+
+  // How much the bound widens at x, relative to the prediction: each parameter x lies past
+  // contributes its rate times its reach; a parameter without a check takes the largest rate.
+  [[nodiscard]] double widening(const Function& f, std::span<const double> x) const;
+  // How far x lies past the runs: the sum of its reaches along the parameters it is past.
+  [[nodiscard]] double reach(const Function& f, std::span<const double> x) const;
+  // Whether the checks reached at least half as far along each of those parameters (or x lies
+  // within kMinReach past the runs): further, a rate measured over a short reach is extrapolated
+  // itself, and the bound is not vouched for.
+  [[nodiscard]] bool vouches(const Function& f, std::span<const double> x) const;
+};
+
+// Runs whose reach from the rest is under `kMinReach` are not counted: their miss is the jags
+// every run has, which the bound holds already.
+inline constexpr double kMinReach = 0.25;  // e^0.25: 28% more variable memory
+
+// A parameter is checked when it has three values or more and the runs below its largest value
+// are at least one more than the formula's coefficients.
+[[nodiscard]] ExtrapolationCheck check_extrapolation(const Dataset& d, const Function& f,
+                                                     bool nonnegative, Loss loss);
+
+}  // namespace memwatch::model

@@ -1,0 +1,94 @@
+// The bound past the runs: a slope that grows with the volume beyond what the runs show is
+// found by predicting the runs at the largest volume from the others, and widens the bound at a
+// larger volume; an exact law keeps it tight; a parameter with too few values to check leaves
+// the bound past it unvouched, but for the batch, which the priors hold affine.
+#include "memwatch/model/extrapolation.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "memwatch/model/model.hpp"
+#include "memwatch/model/model_json.hpp"
+#include "synthetic.hpp"
+
+namespace memwatch::model {
+namespace {
+
+// unet3d-train at levels 3, F=8 on CPU: the bytes per sample-voxel grow from 560 at 16^3 to
+// 628 at 64^3 (measured); here they grow by 4% per doubling of the edge.
+double growing_slope(const std::vector<double>& x) {
+  const double batch = x[0], dim = x[1];
+  return 7e7 + 560 * batch * std::pow(dim, 3) * std::pow(dim / 16, 0.06);
+}
+
+double exact_law(const std::vector<double>& x) {
+  return 2e8 + 1000 * x[0] * std::pow(x[1], 3);
+}
+
+const ParamCheck& check_of(const SubModel& part, std::size_t param) {
+  for (const auto& c : part.bound.extrapolation.params)
+    if (c.param == param) return c;
+  throw std::logic_error("no check of that parameter");
+}
+
+TEST(Extrapolation, ASlopeThatGrowsPastTheRunsWidensTheBoundThere) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    const Dataset d =
+        testing::grid({"batch", "dim"}, {{2, 4, 8}, {16, 24, 32, 48}}, growing_slope, 0.002, seed);
+    const Model m = fit(d);
+    ASSERT_EQ(m.parts.size(), 1u);
+    const ParamCheck& dim = check_of(m.parts.front(), 1);
+    EXPECT_GT(dim.held_out, 0u);
+    EXPECT_GT(dim.miss_per_reach, 0) << "seed " << seed;
+
+    const Point far{{{"batch", 8}, {"dim", 128}}, {}};
+    const Prediction p = m.predict(far);
+    const double truth = growing_slope({8, 128});
+    EXPECT_LT(p.value, truth) << "the formula alone misses the growth";
+    EXPECT_GE(p.upper, truth) << "seed " << seed;
+    EXPECT_NEAR(p.reach_ratio, std::pow(128.0 / 48, 3), 0.3);
+
+    Model unchecked = m;
+    unchecked.parts.front().bound.extrapolation = {};
+    EXPECT_LT(unchecked.predict(far).upper, p.upper);
+  }
+}
+
+TEST(Extrapolation, AnExactLawPastTheRunsKeepsItsBoundTight) {
+  const Dataset d =
+      testing::grid({"batch", "dim"}, {{1, 2, 4, 8}, {16, 24, 32, 48}}, exact_law, 0.001, 7);
+  const Model m = fit(d);
+  const Prediction p = m.predict(Point{{{"batch", 8}, {"dim", 96}}, {}});
+  EXPECT_NEAR(p.value / exact_law({8, 96}), 1, 0.005);
+  EXPECT_LT(m.parts.front().bound.extrapolation.widening(m.parts.front().function,
+                                                         std::vector<double>{8, 96}),
+            0.01);
+  EXPECT_TRUE(p.vouched);
+}
+
+TEST(Extrapolation, TooFewValuesToCheckLeaveTheBoundPastThemUnvouchedButTheBatch) {
+  const Dataset d = testing::grid({"batch", "dim"}, {{1, 2, 4, 8}, {16, 32}}, exact_law, 0.001, 3);
+  const Model m = fit(d);
+  EXPECT_EQ(check_of(m.parts.back(), 1).held_out, 0u);
+  const Prediction far_volume = m.predict(Point{{{"batch", 4}, {"dim", 64}}, {}});
+  EXPECT_TRUE(far_volume.extrapolating);
+  EXPECT_FALSE(far_volume.vouched);
+  EXPECT_NE(extrapolation_note(far_volume).find("not vouched"), std::string::npos);
+  const Prediction far_batch = m.predict(Point{{{"batch", 64}, {"dim", 32}}, {}});
+  EXPECT_TRUE(far_batch.vouched);
+  EXPECT_EQ(extrapolation_note(m.predict(Point{{{"batch", 4}, {"dim", 24}}, {}})), "");
+}
+
+TEST(Extrapolation, ASavedModelKeepsItsChecks) {
+  const Dataset d =
+      testing::grid({"batch", "dim"}, {{2, 4, 8}, {16, 24, 32, 48}}, growing_slope, 0.002, 1);
+  const Model m = fit(d);
+  const Model back = model_from_json(to_json(m));
+  const Point far{{{"batch", 8}, {"dim", 128}}, {}};
+  EXPECT_DOUBLE_EQ(back.predict(far).upper, m.predict(far).upper);
+  EXPECT_EQ(back.predict(far).vouched, m.predict(far).vouched);
+}
+
+}  // namespace
+}  // namespace memwatch::model
