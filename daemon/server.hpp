@@ -71,6 +71,7 @@ class Server {
   ModelWorker worker_;
   std::string host_;
   OrphanSweep orphans_;  // segments left by processes no stored run names
+  std::set<std::int64_t> gone_before_;  // running runs whose process the last check found gone
   IngestStats stats_;
   double started_ = 0;
   Counts counts_;  // as stored at start, runs and samples counted on since

@@ -247,6 +247,53 @@ TEST(Daemon, QueriesAreAnsweredWhileTheLoopWaitsForTheStore) {
   EXPECT_EQ(stored.size(), 1u) << stored.dump() << daemon.log();
 }
 
+TEST(Daemon, ARunWhoseByeWaitsBehindABacklogIsStoredAsEndedNotKilled) {
+  test::TempDir dir;
+  const std::string db = dir.file("store.db");
+  Daemon daemon(dir.path(), db);
+  // A process that has ended (and been reaped): the daemon finds its pid gone at once.
+  const pid_t ended = fork();
+  if (ended == 0) _exit(0);
+  ASSERT_GT(ended, 0);
+  ASSERT_EQ(waitpid(ended, nullptr, 0), ended);
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+
+  // The store held by another program for over a second holds the loop up at the HELLO, so its
+  // samples and BYE queue up behind it: more samples than the loop reads in one turn, after
+  // which it checks, the second having passed, which runs' processes are gone.
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &writer), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(writer, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  zmq::socket_t dealer(daemon.context_, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 1000);
+  dealer.connect(daemon.ingest());
+  protocol::Hello hello;
+  hello.workload = "backlog";
+  hello.pid = static_cast<std::uint32_t>(ended);
+  hello.host = host;
+  dealer.send(zmq::buffer(protocol::encode(hello)), zmq::send_flags::none);
+  for (int i = 0; i < 1000; ++i) {
+    protocol::Sample sample;
+    sample.t_s = 0.01 * i;
+    sample.host_live_bytes = 1 << 20;
+    dealer.send(zmq::buffer(protocol::encode(sample)), zmq::send_flags::none);
+  }
+  protocol::Bye bye;
+  bye.pid = hello.pid;
+  bye.elapsed_s = 10;
+  dealer.send(zmq::buffer(protocol::encode(bye)), zmq::send_flags::none);
+  std::this_thread::sleep_for(1500ms);
+  sqlite3_exec(writer, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(writer);
+
+  const json runs = daemon.wait_runs(
+      "backlog", [](const json& r) { return r.size() == 1 && r[0]["status"] != "running"; });
+  ASSERT_EQ(runs.size(), 1u) << daemon.log();
+  EXPECT_EQ(runs[0]["status"], "finished") << runs.dump();
+  EXPECT_EQ(runs[0]["exit_cause"], "exit") << runs.dump();
+}
+
 TEST(Daemon, IpcSocketsLiveInAPrivateFolder) {
   test::TempDir dir;
   Daemon daemon(dir.path());
