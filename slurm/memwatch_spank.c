@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +280,17 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   set_task_env(sp, "MEMWATCH_PARAMS", job_params);
   set_task_env(sp, "MEMWATCH_ARGV_PARAMS", job_argv_params);
   set_task_env(sp, "MEMWATCH_CONFIG_PARAMS", job_config_params);
+  /* Slurm sets no SLURM_STEP_ID in a batch script; sacct calls that step JOBID.batch. A step
+   * started from the script inherits the tag and has its own (SLURM_STEP_ID). */
+  uint32_t job_id = 0, step_id = 0;
+  if (spank_get_item(sp, S_JOB_STEPID, &step_id) == ESPANK_SUCCESS &&
+      step_id == SLURM_BATCH_SCRIPT && spank_get_item(sp, S_JOB_ID, &job_id) == ESPANK_SUCCESS) {
+    char tag[32];
+    snprintf(tag, sizeof tag, "%u.batch", job_id);
+    spank_setenv(sp, "MEMWATCH_SCHEDULER_JOB", tag, 1);
+  } else {
+    spank_unsetenv(sp, "MEMWATCH_SCHEDULER_JOB");
+  }
   /* The job's own allocation is the capacity a run is judged against, unless the user says. */
   char capacity[64];
   uint64_t allocated_mb = 0;

@@ -215,6 +215,12 @@ std::string apply_workload(std::string_view v, Config& c, ProgramArgs) {
   return apply_text(c.workload, expected, v);
 }
 
+std::string apply_scheduler_job(std::string_view v, Config& c, ProgramArgs) {
+  const std::string expected = got("expected a job id of letters, digits, '_', '-', '.'", v);
+  if (!valid_name(v)) return expected;
+  return apply_text(c.scheduler_job, expected, v);
+}
+
 std::string apply_argv_params(std::string_view v, Config& c, ProgramArgs args) {
   return config_parse_argv_params(v, args.argc, args.argv, c);
 }
@@ -318,6 +324,7 @@ constexpr OptionParser kParsers[] = {
     {ShimOption::signals, apply_signals},
     {ShimOption::cupti, apply_cupti},
     {ShimOption::job, apply_job},
+    {ShimOption::scheduler_job, apply_scheduler_job},
 };
 
 constexpr bool parsers_follow_the_table() {
@@ -358,6 +365,7 @@ void config_load(Config& config, EnvLookup env, int argc, char** argv, Warn warn
 }
 
 void config_read_scheduler_job(Config& config, EnvLookup env) {
+  if (config.scheduler_job[0] != '\0') return;  // MEMWATCH_SCHEDULER_JOB named it
   const char* job = env("SLURM_JOB_ID");
   if (job == nullptr || !valid_name(job)) return;
   std::string id = job;

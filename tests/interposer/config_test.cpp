@@ -95,6 +95,10 @@ TEST(Config, SlurmsJobAndStepNameTheSchedulersJob) {
   EXPECT_STREQ(load({{"SLURM_JOB_ID", "81234"}}).scheduler_job, "81234");
   EXPECT_STREQ(load({{"SLURM_JOB_ID", "81 234; rm"}}).scheduler_job, "");  // not a plain name
   EXPECT_STREQ(load({}).scheduler_job, "");
+  // memwatch's Slurm plugin names the batch script's step, where Slurm sets no step id.
+  EXPECT_STREQ(
+      load({{"SLURM_JOB_ID", "81234"}, {"MEMWATCH_SCHEDULER_JOB", "81234.batch"}}).scheduler_job,
+      "81234.batch");
   EXPECT_TRUE(g_warnings.empty());
 }
 

@@ -119,6 +119,7 @@ mine = [r for r in runs if r["scheduler_job"].split(".")[0] == job]
 assert len(mine) == 1, mine
 r = mine[0]
 assert r["status"] == "finished", r
+assert r["scheduler_job"] == job + ".batch", r  # as sacct names the batch script's step
 assert r["params"] == {"batch": 32}, r
 assert r["host"] == host, r
 assert 256 << 20 <= r["host_peak_bytes"] < 260 << 20, r

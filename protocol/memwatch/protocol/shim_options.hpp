@@ -28,6 +28,7 @@ enum class ShimOption {
   signals,
   cupti,
   job,
+  scheduler_job,
 };
 
 struct ShimOptionInfo {
@@ -97,6 +98,10 @@ inline constexpr std::array kShimOptions{
                    "process for everything it starts (see *A job's processes*); `memwatch run` "
                    "and `memwatch sweep` start each run as a new job",
                    "a new job, rooted at this process"},
+    ShimOptionInfo{ShimOption::scheduler_job, "MEMWATCH_SCHEDULER_JOB", "=ID",
+                   "the batch scheduler's job the run is tagged with: memwatch's Slurm plugin "
+                   "sets `JOBID.batch` in a batch script, as `sacct` names that step",
+                   "`SLURM_JOB_ID`, `.SLURM_STEP_ID` inside a step"},
 };
 
 constexpr const ShimOptionInfo& shim_option(ShimOption id) {
