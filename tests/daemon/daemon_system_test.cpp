@@ -215,18 +215,44 @@ TEST(Daemon, GarbageFramesAndAbsurdParametersAreRefusedAndTheDaemonServesOn) {
   EXPECT_EQ(daemon.ask({{"op", "status"}})["ok"], true);
 }
 
+// Another program's transaction holding the store's write lock: the daemon's loop waits at its
+// next write (up to its 5 s busy timeout) until release().
+class HeldStore {
+ public:
+  explicit HeldStore(const std::string& db) {
+    EXPECT_EQ(sqlite3_open(db.c_str(), &writer_), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(writer_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  HeldStore(const HeldStore&) = delete;
+  HeldStore& operator=(const HeldStore&) = delete;
+  ~HeldStore() { release(); }
+  void release() {
+    if (writer_ == nullptr) return;
+    sqlite3_exec(writer_, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(writer_);
+    writer_ = nullptr;
+  }
+
+ private:
+  sqlite3* writer_ = nullptr;
+};
+
+// A socket speaking to the daemon's ingest as a shim does, frames sent by hand.
+zmq::socket_t shim_socket(Daemon& daemon, int linger_ms) {
+  zmq::socket_t dealer(daemon.context_, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, linger_ms);
+  dealer.connect(daemon.ingest());
+  return dealer;
+}
+
 TEST(Daemon, QueriesAreAnsweredWhileTheLoopWaitsForTheStore) {
   test::TempDir dir;
   const std::string db = dir.file("store.db");
   Daemon daemon(dir.path(), db);
   // Another process's transaction holds the store's write lock, so the loop's insert of the
   // HELLO below waits for it (up to the daemon's 5 s busy timeout).
-  sqlite3* writer = nullptr;
-  ASSERT_EQ(sqlite3_open(db.c_str(), &writer), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(writer, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
-  zmq::socket_t dealer(daemon.context_, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect(daemon.ingest());
+  HeldStore held(db);
+  zmq::socket_t dealer = shim_socket(daemon, 0);
   protocol::Hello hello;
   hello.workload = "held";
   hello.pid = getpid();
@@ -236,8 +262,7 @@ TEST(Daemon, QueriesAreAnsweredWhileTheLoopWaitsForTheStore) {
   // Answered from the query thread's own connection while the loop still waits.
   const json status = daemon.ask({{"op", "status"}});
   const json runs = daemon.ask({{"op", "runs"}, {"workload", "held"}});
-  sqlite3_exec(writer, "COMMIT", nullptr, nullptr, nullptr);
-  sqlite3_close(writer);
+  held.release();
   EXPECT_EQ(status["ok"], true) << status.dump();
   EXPECT_EQ(runs["ok"], true) << runs.dump();
   EXPECT_EQ(runs["runs"].size(), 0u) << runs.dump();  // not stored yet: the loop is waiting
@@ -262,12 +287,8 @@ TEST(Daemon, ARunWhoseByeWaitsBehindABacklogIsStoredAsEndedNotKilled) {
   // The store held by another program for over a second holds the loop up at the HELLO, so its
   // samples and BYE queue up behind it: more samples than the loop reads in one turn, after
   // which it checks, the second having passed, which runs' processes are gone.
-  sqlite3* writer = nullptr;
-  ASSERT_EQ(sqlite3_open(db.c_str(), &writer), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(writer, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
-  zmq::socket_t dealer(daemon.context_, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 1000);
-  dealer.connect(daemon.ingest());
+  HeldStore held(db);
+  zmq::socket_t dealer = shim_socket(daemon, 1000);
   protocol::Hello hello;
   hello.workload = "backlog";
   hello.pid = static_cast<std::uint32_t>(ended);
@@ -284,8 +305,7 @@ TEST(Daemon, ARunWhoseByeWaitsBehindABacklogIsStoredAsEndedNotKilled) {
   bye.elapsed_s = 10;
   dealer.send(zmq::buffer(protocol::encode(bye)), zmq::send_flags::none);
   std::this_thread::sleep_for(1500ms);
-  sqlite3_exec(writer, "COMMIT", nullptr, nullptr, nullptr);
-  sqlite3_close(writer);
+  held.release();
 
   const json runs = daemon.wait_runs(
       "backlog", [](const json& r) { return r.size() == 1 && r[0]["status"] != "running"; });
