@@ -91,7 +91,8 @@ double ExtrapolationCheck::widening(const Function& f, std::span<const double> x
     const double rate = c.held_out > 0 ? c.miss_per_reach : largest_rate;
     widening += rate * reach_along(f, x, c.param, c.top);
   }
-  return widening * std::max(0.0, variable_part(f, x)) / f.evaluate(x);
+  const double value = f.evaluate(x);
+  return value > 0 ? widening * std::max(0.0, variable_part(f, x)) / value : 0;
 }
 
 double ExtrapolationCheck::reach(const Function& f, std::span<const double> x) const {

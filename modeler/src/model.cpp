@@ -260,8 +260,8 @@ std::string Model::describe() const {
       else
         std::snprintf(buf, sizeof buf,
                       "                past %s = %g: not checked (fewer than three values, too few "
-                      "runs below it, or none 28%% past them): the largest rate\n",
-                      params[c.param].c_str(), c.top);
+                      "runs below it, or none %.0f%% past them): the largest rate\n",
+                      params[c.param].c_str(), c.top, std::expm1(kMinReach) * 100);
       s += buf;
     }
     if (!part.slices.empty())

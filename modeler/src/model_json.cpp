@@ -219,8 +219,11 @@ Model model_from_json(std::string_view text) {
           c.held_out = e.at("held_out").get<std::size_t>();
           c.checked_reach = e.at("checked_reach").get<double>();
           c.affine = e.at("affine").get<bool>();
-          if (!(c.miss_per_reach >= 0) || !std::isfinite(c.miss_per_reach))
-            throw ModelJsonError("bound.extrapolation.miss_per_reach must be a finite number >= 0");
+          if (!(c.miss_per_reach >= 0) || !std::isfinite(c.miss_per_reach) ||
+              !std::isfinite(c.top) || !(c.checked_reach >= 0))
+            throw ModelJsonError(
+                "bound.extrapolation: miss_per_reach and checked_reach must be finite numbers >= "
+                "0, top a finite number");
           p.bound.extrapolation.params.push_back(c);
         }
       for (const auto& r : jp.at("runner_ups")) p.runner_ups.push_back(function_from(r, m.params));

@@ -16,6 +16,8 @@ void expect_same_predictions(const Model& a, const Model& b, const std::vector<P
     EXPECT_EQ(pa.value, pb.value);
     EXPECT_EQ(pa.upper, pb.upper);
     EXPECT_EQ(pa.extrapolating, pb.extrapolating);
+    EXPECT_EQ(pa.reach_ratio, pb.reach_ratio);
+    EXPECT_EQ(pa.vouched, pb.vouched);
   }
 }
 
@@ -78,6 +80,28 @@ TEST(ModelJson, MalformedInputIsRefusedWithAReason) {
   } catch (const ModelJsonError& e) {
     EXPECT_NE(std::string(e.what()).find("runs"), std::string::npos) << e.what();
   }
+  auto negative = nlohmann::json::parse(good);
+  negative["models"][0]["bound"]["extrapolation"][0]["miss_per_reach"] = -0.1;
+  try {
+    (void)model_from_json(negative.dump());
+    FAIL() << "accepted a negative widening past the runs";
+  } catch (const ModelJsonError& e) {
+    EXPECT_NE(std::string(e.what()).find("bound.extrapolation"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ModelJson, AModelSavedBeforeTheExtrapolationCheckDoesNotWidenPastTheRuns) {
+  const Model m = fit(testing::unet_grid(0.002, 8));
+  auto j = nlohmann::json::parse(to_json(m));
+  j["models"][0]["bound"].erase("extrapolation");
+  const Model old = model_from_json(j.dump());
+  EXPECT_TRUE(old.parts[0].bound.extrapolation.params.empty());
+  const Point far{{{"batch", 64}, {"dim", 300}, {"filters", 32}, {"levels", 6}}, {}};
+  const Prediction p = old.predict(far);
+  EXPECT_TRUE(p.vouched);
+  EXPECT_EQ(p.upper - m.predict(far).upper,
+            -m.predict(far).value *
+                m.parts[0].bound.extrapolation.widening(m.parts[0].function, old.values_of(far)));
 }
 
 }  // namespace
