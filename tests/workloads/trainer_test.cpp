@@ -260,8 +260,10 @@ TEST(Unet3dTrainUnderShim, PeaksGrowWithBatchAndDim) {
   EXPECT_GT(peak(dim), peak(batch));
   // Far below what the activations alone would give, so the shim saw them rather than noise.
   EXPECT_GT(peak(dim) - peak(small), std::uint64_t{8} << 20);
-  EXPECT_EQ(peaks_of(dir, 1, 16)["host"]["peak_bytes"], small["host"]["peak_bytes"])
-      << "peaks repeat to the byte";
+  // Repeat runs agree to 1e-5: to the byte on a quiet machine; under load LibTorch's threads
+  // have been seen to differ by 64 bytes of 48 MB.
+  const double again = peaks_of(dir, 1, 16)["host"]["peak_bytes"].get<double>();
+  EXPECT_NEAR(again / static_cast<double>(peak(small)), 1, 1e-5) << "peaks repeat";
 }
 
 // The same network in PyTorch and in LibTorch, the same kernels underneath: what training adds
