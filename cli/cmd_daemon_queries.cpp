@@ -85,6 +85,17 @@ int query(std::span<char* const> argv, std::vector<std::string_view> valued, jso
   return 0;
 }
 
+// "; extrapolating: ..." from a daemon's predict or max answer, "" within the runs; an older
+// daemon answers without the reach or the check (vouched for, as it said).
+std::string extrapolation_text(const json& r) {
+  model::Prediction at;
+  at.extrapolating = r.value("extrapolating", false);
+  at.reach_ratio = r.value("reach_ratio", 1.0);
+  at.vouched = r.value("vouched", true);
+  const std::string note = model::extrapolation_note(at);
+  return note.empty() ? "" : "; " + note;
+}
+
 }  // namespace
 
 int cmd_status(std::span<char* const> argv) {
@@ -122,15 +133,9 @@ int cmd_runs(std::span<char* const> argv) {
 
 int cmd_predict_daemon(std::span<char* const> argv) {
   return query(argv, {"workload", "target"}, {{"op", "predict"}}, {"workload"}, [](const json& r) {
-    // An older daemon answers without the reach: extrapolating, vouched for, as it said.
-    model::Prediction at;
-    at.extrapolating = r["extrapolating"].get<bool>();
-    at.reach_ratio = r.value("reach_ratio", 1.0);
-    at.vouched = r.value("vouched", true);
-    const std::string note = model::extrapolation_note(at);
-    std::printf("%s\n  predicted %s, upper bound %s%s%s (from %lld runs)\n",
+    std::printf("%s\n  predicted %s, upper bound %s%s (from %lld runs)\n",
                 r["formula"].get<std::string>().c_str(), gib(r["peak_bytes"]).c_str(),
-                gib(r["upper_bytes"]).c_str(), note.empty() ? "" : "; ", note.c_str(),
+                gib(r["upper_bytes"]).c_str(), extrapolation_text(r).c_str(),
                 r["runs"].get<long long>());
   });
 }
@@ -143,10 +148,10 @@ int cmd_max_daemon(std::span<char* const> argv) {
                                gib(r["capacity_bytes"]).c_str());
                    return;
                  }
-                 std::printf("largest %s that fits in %s: %g (predicted %s, upper bound %s)\n",
+                 std::printf("largest %s that fits in %s: %g (predicted %s, upper bound %s%s)\n",
                              r["vary"].get<std::string>().c_str(), gib(r["capacity_bytes"]).c_str(),
                              r["value"].get<double>(), gib(r["peak_bytes"]).c_str(),
-                             gib(r["upper_bytes"]).c_str());
+                             gib(r["upper_bytes"]).c_str(), extrapolation_text(r).c_str());
                });
 }
 

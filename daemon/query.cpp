@@ -166,6 +166,8 @@ json QueryTable::op_max(const json& r) const {
     const model::Prediction pred = m->predict(p);
     reply["peak_bytes"] = pred.value;
     reply["upper_bytes"] = pred.upper;
+    reply["extrapolating"] = pred.extrapolating;
+    reply["reach_ratio"] = pred.reach_ratio;
     reply["vouched"] = pred.vouched;
   }
   return reply;

@@ -380,6 +380,19 @@ TEST(Daemon, ModelsAreRefittedAsRunsArriveAndPredictAndMaxAnswer) {
   EXPECT_GE(m["value"].get<double>(), 37);
   EXPECT_LE(m["value"].get<double>(), 39);
   EXPECT_LE(m["upper_bytes"].get<double>(), 40 << 20);
+  // Past the runs (mib <= 16): 24 lies 1.5x past them in the variable memory, within twice what
+  // the runs checked (16 predicted from 2-12, 1.33x); 38 lies 2.4x past, further.
+  EXPECT_EQ(p["extrapolating"], true);
+  EXPECT_NEAR(p["reach_ratio"].get<double>(), 1.5, 0.01);
+  EXPECT_EQ(p["vouched"], true);
+  EXPECT_EQ(m["extrapolating"], true);
+  EXPECT_EQ(m["vouched"], false);
+  const auto said = test::run({kCli, "max", "--workload", "grows", "--vary", "mib", "--capacity",
+                               "40MiB", "--query", daemon.query()});
+  EXPECT_EQ(said.exit_code, 0) << said.err;
+  EXPECT_NE(said.out.find("further than the runs check: the bound is not vouched for"),
+            std::string::npos)
+      << said.out;
   const json model =
       daemon.ask({{"op", "model"}, {"workload", "grows"}, {"target", "host_peak_bytes"}});
   EXPECT_EQ(model["model"]["schema"], "memwatch.model/1");
