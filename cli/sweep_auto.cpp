@@ -333,14 +333,7 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
   if (a.model_out) std::ofstream(*a.model_out) << model::to_json(fitted->model) << "\n";
   if (!grows(*fitted, a.tolerance))
     stopped += "; the runs' peaks hardly differ: the prediction is their floor, not a law";
-  if (!fitted->at_target.vouched) {
-    char why[200];
-    std::snprintf(why, sizeof why,
-                  "; the target lies %.3gx past the runs' memory, further than they check: the "
-                  "bound is not vouched for",
-                  fitted->at_target.reach_ratio);
-    stopped += why;
-  }
+  if (!fitted->at_target.vouched) stopped += "; " + model::extrapolation_note(fitted->at_target);
   std::printf(
       "memwatch sweep --auto: at %s predicted %s, upper bound %s (+%.2f%%), from %zu runs (the "
       "largest %s, %.1f%% of the prediction); stopped: %s\n",

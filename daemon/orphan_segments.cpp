@@ -1,10 +1,8 @@
 #include "orphan_segments.hpp"
 
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <charconv>
 #include <optional>
 #include <string_view>
@@ -26,14 +24,9 @@ std::optional<int> segment_pid(std::string_view name) {
   return std::nullopt;
 }
 
-bool gone(int pid) {
-  return kill(pid, 0) != 0 && errno == ESRCH;
-}
-
 }  // namespace
 
 std::size_t OrphanSweep::sweep(const std::set<int>& keep) {
-  std::set<std::string> gone_now;
   std::size_t removed = 0;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
@@ -41,16 +34,12 @@ std::size_t OrphanSweep::sweep(const std::set<int>& keep) {
     const std::optional<int> pid = segment_pid(name);
     struct stat st {};
     if (!pid || keep.contains(*pid) || lstat(entry.path().c_str(), &st) != 0 ||
-        !S_ISREG(st.st_mode) || st.st_uid != geteuid() || !gone(*pid))
+        !S_ISREG(st.st_mode) || st.st_uid != geteuid() || !process_gone(*pid) || !gone_.again(name))
       continue;
-    if (!gone_before_.contains(name)) {
-      gone_now.insert(name);
-      continue;
-    }
     std::error_code ignored;
     removed += std::filesystem::remove(entry.path(), ignored);
   }
-  gone_before_ = std::move(gone_now);
+  gone_.next_round();
   return removed;
 }
 

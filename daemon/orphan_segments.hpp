@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include "gone_processes.hpp"
+
 namespace memwatch::daemon {
 
 class OrphanSweep {
@@ -24,7 +26,7 @@ class OrphanSweep {
 
  private:
   std::filesystem::path dir_;
-  std::set<std::string> gone_before_;
+  SeenTwice<std::string> gone_;
 };
 
 }  // namespace memwatch::daemon

@@ -1,6 +1,5 @@
 #include "server.hpp"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -78,10 +77,6 @@ json store_status(const std::string& location, const StoreHealth& h) {
   }
   if (!h.queue.empty()) s["queue"] = h.queue;
   return s;
-}
-
-bool process_gone(std::int64_t pid) {
-  return pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 }  // namespace
@@ -353,14 +348,10 @@ void Server::check_liveness() {
   // A process that ended cleanly may have its BYE queued behind a backlog (a store that held the
   // loop up, a burst of samples), still on its way in: a run is called killed at the second check
   // that finds its process gone, a second later, after every frame that arrived was read.
-  std::set<std::int64_t> gone_now;
   std::vector<Run> killed;
-  for (const Run& run : store_.running_on(host_)) {
-    if (!process_gone(run.pid)) continue;
-    gone_now.insert(run.id);
-    if (gone_before_.contains(run.id)) killed.push_back(run);
-  }
-  gone_before_ = std::move(gone_now);
+  for (const Run& run : store_.running_on(host_))
+    if (process_gone(run.pid) && gone_runs_.again(run.id)) killed.push_back(run);
+  gone_runs_.next_round();
   if (killed.empty()) return;
   while (on_ingest() == kIngestPerTurn) {
   }
@@ -369,7 +360,6 @@ void Server::check_liveness() {
   for (const Run& run : store_.running_on(host_)) still_running.insert(run.id);
   std::erase_if(killed, [&](const Run& run) { return !still_running.contains(run.id); });
   for (const Run& run : killed) {
-    gone_before_.erase(run.id);
     // Died without BYE (SIGKILL, the OOM killer): its counters survive in shared memory, its
     // job's (the run is the job its process was the root of) or its own. Without them the run
     // keeps what its samples raised.

@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "curve_auth.hpp"
+#include "gone_processes.hpp"
 #include "metrics.hpp"
 #include "metrics_server.hpp"
 #include "model_worker.hpp"
@@ -71,7 +72,7 @@ class Server {
   ModelWorker worker_;
   std::string host_;
   OrphanSweep orphans_;  // segments left by processes no stored run names
-  std::set<std::int64_t> gone_before_;  // running runs whose process the last check found gone
+  SeenTwice<std::int64_t> gone_runs_;  // running runs whose process a liveness check found gone
   IngestStats stats_;
   double started_ = 0;
   Counts counts_;  // as stored at start, runs and samples counted on since

@@ -49,14 +49,7 @@ ParamCheck check_param(const Dataset& d, const Function& f, std::size_t p, bool 
   const Function& g = refit->function;
   // The refit's own leave-one-out errors near a held-out run: the part of its miss the bound
   // covers there already, not the growth past the runs.
-  std::vector<std::vector<double>> points;
-  std::vector<double> errors;
-  for (std::size_t i = 0; i < rest.rows.size(); ++i) {
-    const double e = refit->fit.loo_residuals[static_cast<Eigen::Index>(i)];
-    points.push_back(rest.rows[i].x);
-    errors.push_back(std::abs(e / (1 - e)));
-  }
-  const LocalScale jags = make_local_scale(std::move(points), std::move(errors));
+  const LocalScale jags = local_scale_of(rest, loo_ratios(refit->fit));
   std::vector<double> rates;
   for (const Dataset::Row* row : held) {
     const double reach = reach_along(g, row->x, p, below);
@@ -82,32 +75,21 @@ ParamCheck check_param(const Dataset& d, const Function& f, std::size_t p, bool 
 
 }  // namespace
 
-double ExtrapolationCheck::widening(const Function& f, std::span<const double> x) const {
+PastTheRuns ExtrapolationCheck::at(const Function& f, std::span<const double> x) const {
   double largest_rate = 0;
   for (const auto& c : params) largest_rate = std::max(largest_rate, c.miss_per_reach);
+  PastTheRuns past;
   double widening = 0;
   for (const auto& c : params) {
     if (c.param >= x.size()) continue;
-    const double rate = c.held_out > 0 ? c.miss_per_reach : largest_rate;
-    widening += rate * reach_along(f, x, c.param, c.top);
+    const double reach = reach_along(f, x, c.param, c.top);
+    past.reach += reach;
+    widening += (c.held_out > 0 ? c.miss_per_reach : largest_rate) * reach;
+    if (!c.affine && reach > std::max(2 * c.checked_reach, kMinReach)) past.vouched = false;
   }
   const double value = f.evaluate(x);
-  return value > 0 ? widening * std::max(0.0, variable_part(f, x)) / value : 0;
-}
-
-double ExtrapolationCheck::reach(const Function& f, std::span<const double> x) const {
-  double total = 0;
-  for (const auto& c : params)
-    if (c.param < x.size()) total += reach_along(f, x, c.param, c.top);
-  return total;
-}
-
-bool ExtrapolationCheck::vouches(const Function& f, std::span<const double> x) const {
-  for (const auto& c : params)
-    if (!c.affine && c.param < x.size() &&
-        reach_along(f, x, c.param, c.top) > std::max(2 * c.checked_reach, kMinReach))
-      return false;
-  return true;
+  if (value > 0) past.widening = widening * std::max(0.0, variable_part(f, x)) / value;
+  return past;
 }
 
 ExtrapolationCheck check_extrapolation(const Dataset& d, const Function& f, bool nonnegative,

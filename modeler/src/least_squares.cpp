@@ -6,6 +6,12 @@
 
 namespace memwatch::model {
 
+std::vector<double> loo_ratios(const LinearFit& fit) {
+  std::vector<double> ratios;
+  for (double e : fit.loo_residuals) ratios.push_back(e / (1 - e));
+  return ratios;
+}
+
 Eigen::VectorXd huber_weights(const Eigen::VectorXd& residuals) {
   std::vector<double> size(residuals.data(), residuals.data() + residuals.size());
   for (double& r : size) r = std::abs(r);

@@ -74,4 +74,14 @@ LocalScale make_local_scale(std::vector<std::vector<double>> points, std::vector
   return s;
 }
 
+LocalScale local_scale_of(const Dataset& d, std::span<const double> ratios) {
+  std::vector<std::vector<double>> points;
+  std::vector<double> errors;
+  for (std::size_t i = 0; i < ratios.size() && i < d.rows.size(); ++i) {
+    points.push_back(d.rows[i].x);
+    errors.push_back(std::abs(ratios[i]));
+  }
+  return make_local_scale(std::move(points), std::move(errors));
+}
+
 }  // namespace memwatch::model

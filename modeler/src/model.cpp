@@ -205,10 +205,10 @@ Prediction Model::predict(const SubModel& part, std::span<const double> x) const
     for (const auto& r : part.runner_ups) widest = std::max(widest, r.evaluate(x));
     out.upper += widest - formula;
   }
-  const ExtrapolationCheck& past = part.bound.extrapolation;
-  out.upper += out.value * past.widening(part.function, x);
-  out.reach_ratio = std::exp(past.reach(part.function, x));
-  out.vouched = past.vouches(part.function, x);
+  const PastTheRuns past = part.bound.extrapolation.at(part.function, x);
+  out.upper += out.value * past.widening;
+  out.reach_ratio = std::exp(past.reach);
+  out.vouched = past.vouched;
   return out;
 }
 

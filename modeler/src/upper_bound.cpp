@@ -119,14 +119,8 @@ Bound make_bound(const Hypothesis& h, const Dataset& d, double level, const Batc
   b.requested_level = level;
   b.runs = static_cast<std::size_t>(h.fit.loo_residuals.size());
   b.loo_shifts = h.fit.loo_shifts;
-  for (double e : h.fit.loo_residuals) b.loo_ratios.push_back(e / (1 - e));
-  std::vector<std::vector<double>> points;
-  std::vector<double> errors;
-  for (std::size_t i = 0; i < b.runs; ++i) {
-    points.push_back(d.rows[i].x);
-    errors.push_back(std::abs(b.loo_ratios[i]));
-  }
-  b.scale = make_local_scale(std::move(points), std::move(errors));
+  b.loo_ratios = loo_ratios(h.fit);
+  b.scale = local_scale_of(d, b.loo_ratios);
   for (std::size_t i = 0; i < b.runs; ++i)
     b.run_scales.push_back(b.scale.at(b.scale.points[i], /*skip=*/i));
   b.rank = order_statistic(level, b.runs);

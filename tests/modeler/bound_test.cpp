@@ -108,7 +108,7 @@ TEST(Bound, WidensByTheRunnerUpsOffTheTrainingRange) {
   double highest = p.value;
   for (const auto& r : part.runner_ups) highest = std::max(highest, r.evaluate(far));
   // Beside the runner-ups, the extrapolation check's widening (extrapolation_test.cpp).
-  const double checked = p.value * part.bound.extrapolation.widening(part.function, far);
+  const double checked = p.value * part.bound.extrapolation.at(part.function, far).widening;
   EXPECT_NEAR(p.upper, upper_bound(part.bound, part.function, far) + highest - p.value + checked,
               1e-9 * p.upper);
 }

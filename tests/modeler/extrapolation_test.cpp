@@ -61,8 +61,9 @@ TEST(Extrapolation, AnExactLawPastTheRunsKeepsItsBoundTight) {
   const Model m = fit(d);
   const Prediction p = m.predict(Point{{{"batch", 8}, {"dim", 96}}, {}});
   EXPECT_NEAR(p.value / exact_law({8, 96}), 1, 0.005);
-  EXPECT_LT(m.parts.front().bound.extrapolation.widening(m.parts.front().function,
-                                                         std::vector<double>{8, 96}),
+  EXPECT_LT(m.parts.front()
+                .bound.extrapolation.at(m.parts.front().function, std::vector<double>{8, 96})
+                .widening,
             0.01);
   EXPECT_TRUE(p.vouched);
 }

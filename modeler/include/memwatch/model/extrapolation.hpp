@@ -35,18 +35,22 @@ struct ParamCheck {
   bool affine = false;
 };
 
+// What the checks say at one point past the runs (or within them: no widening, reach 0).
+struct PastTheRuns {
+  // How much the bound widens, relative to the prediction: each parameter the point lies past
+  // contributes its rate times its reach; a parameter without a check takes the largest rate.
+  double widening = 0;
+  double reach = 0;  // the sum of its reaches along the parameters it is past
+  // Whether the checks reached at least half as far along each of those parameters (or the
+  // point lies within kMinReach past the runs): further, a rate measured over a short reach is
+  // extrapolated itself, and the bound is not vouched for.
+  bool vouched = true;
+};
+
 struct ExtrapolationCheck {
   std::vector<ParamCheck> params;  // one per numeric parameter
 
-  // How much the bound widens at x, relative to the prediction: each parameter x lies past
-  // contributes its rate times its reach; a parameter without a check takes the largest rate.
-  [[nodiscard]] double widening(const Function& f, std::span<const double> x) const;
-  // How far x lies past the runs: the sum of its reaches along the parameters it is past.
-  [[nodiscard]] double reach(const Function& f, std::span<const double> x) const;
-  // Whether the checks reached at least half as far along each of those parameters (or x lies
-  // within kMinReach past the runs): further, a rate measured over a short reach is extrapolated
-  // itself, and the bound is not vouched for.
-  [[nodiscard]] bool vouches(const Function& f, std::span<const double> x) const;
+  [[nodiscard]] PastTheRuns at(const Function& f, std::span<const double> x) const;
 };
 
 // Runs whose reach from the rest is under `kMinReach` are not counted: their miss is the jags

@@ -5,6 +5,7 @@
 
 #include <Eigen/Dense>
 #include <optional>
+#include <vector>
 
 namespace memwatch::model {
 
@@ -27,6 +28,11 @@ struct LinearFit {
   double train_mape = 0;
   double loo_mape = 0;
 };
+
+// Each run's leave-one-out residual relative to its leave-one-out prediction, (y_i - f_{-i}(x_i)) /
+// f_{-i}(x_i) (loo_residuals are relative to y): errors that scale with the prediction, as the
+// bound applies them.
+[[nodiscard]] std::vector<double> loo_ratios(const LinearFit& fit);
 
 // `design` is n x m (a column of ones first, by convention); `y` is positive. Returns nothing
 // when the design is rank-deficient or a run has leverage 1 (its leave-one-out is undefined).

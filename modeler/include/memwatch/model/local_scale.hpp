@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "memwatch/model/dataset.hpp"
+
 namespace memwatch::model {
 
 struct LocalScale {
@@ -29,5 +31,8 @@ struct LocalScale {
 // neighbourhood claims more than 20x precision.
 [[nodiscard]] LocalScale make_local_scale(std::vector<std::vector<double>> points,
                                           std::vector<double> errors);
+
+// The scale of a fit's leave-one-out `ratios` (loo_ratios, one per run of `d`) over d's runs.
+[[nodiscard]] LocalScale local_scale_of(const Dataset& d, std::span<const double> ratios);
 
 }  // namespace memwatch::model
