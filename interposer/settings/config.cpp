@@ -1,5 +1,6 @@
 #include "settings/config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>

@@ -9,6 +9,7 @@
 //   figures := i64 each, in the order of figures.hpp: SAMPLE's figures, or the run figures (BYE)
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
