@@ -16,7 +16,6 @@ CPU time, for tuning; the figures to quote are the real runs'.
 """
 import argparse
 import csv
-import itertools
 import json
 import os
 import subprocess
@@ -42,9 +41,8 @@ DATASETS = {
         "vary": ["dim", "batch"],
     },
 }
-MEASUREMENTS = {"host_peak_bytes", "heap_peak_bytes", "mmap_peak_bytes", "device_peak_bytes",
-                "pinned_peak_bytes", "managed_peak_bytes", "rss_hwm_bytes", "processes",
-                "elapsed_s", "exit_status"}
+sys.path.insert(0, os.path.dirname(HERE))
+from sweep_columns import MEASUREMENTS  # noqa: E402
 
 
 def read_rows(path):

@@ -64,7 +64,7 @@ def verdict(answer, truth):
 
 
 def one_sweep(binary, path, target, volume, tmp):
-    header, params, rows = run.read_runs(path, target)
+    header, params, rows, target = run.read_runs(path, target)
     if "batch" not in params:
         return
     others = [p for p in params if p not in ("batch",)]
@@ -79,7 +79,7 @@ def one_sweep(binary, path, target, volume, tmp):
     print(f"data: {os.path.relpath(path, ROOT)}: fitted on {len(small)} runs at {volume} <= "
           f"{largest_volume / 1.5:g}; asked at {volume} = {largest_volume:g}")
     print()
-    print(f"| configuration | capacity MiB | truth | memwatch | AutoBatch's line (2 probes) "
+    print("| configuration | capacity MiB | truth | memwatch | AutoBatch's line (2 probes) "
           f"| memwatch + the 2 probes |")
     print("| --- | --- | --- | --- | --- | --- |")
     tally = {"memwatch": [], "line": [], "probed": []}
@@ -114,7 +114,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--memwatch", default=os.path.join(ROOT, "build", "bin", "memwatch"))
     ap.add_argument("--data", action="append", help="sweep CSV (default: every one in bench/data)")
-    ap.add_argument("--target", default="host_peak_bytes")
+    ap.add_argument("--target", help="the figure to model (default: as run.py)")
     ap.add_argument("--volume", default="dim")
     args = ap.parse_args()
     datasets = args.data or sorted(glob.glob(os.path.join(ROOT, "bench", "data", "*.csv")))

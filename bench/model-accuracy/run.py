@@ -7,9 +7,10 @@ the founding study's 4.15% quoted beneath. Prints one table:
 hold-out MAPE, upper-bound coverage and median headroom (the bound's excess over the measured
 peak, relative to it; memwatch only: the peers give no bound) and fit time.
 
-Data: every CSV in bench/data (the sweeps of the 3D U-net trainers, C++ and Python), one table
+Data: every CSV in bench/data (the sweeps of the 3D U-net trainers, C++ and Python, CPU and GPU), one table
 each; a synthetic sweep from synth.py (a U-net-shaped ground truth with 0.2% noise) when there is
-none. --data picks a file (--data synthetic: the synthetic sweep).
+none. --data picks a file (--data synthetic: the synthetic sweep). The modeled figure is a sweep's
+device peak where its runs used a device, else its host peak (--target names another).
 """
 import argparse
 import csv
@@ -25,18 +26,20 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-MEASUREMENTS = {"host_peak_bytes", "heap_peak_bytes", "mmap_peak_bytes", "device_peak_bytes",
-                "pinned_peak_bytes", "managed_peak_bytes", "rss_hwm_bytes", "processes", "elapsed_s",
-                "exit_status"}
+sys.path.insert(0, os.path.dirname(HERE))
+from sweep_columns import MEASUREMENTS, modeled_figure  # noqa: E402
 
 
-def read_runs(path, target):
+def read_runs(path, target=None):
+    """The header, the parameters and the runs that ended well; target None: the sweep's
+    modeled figure (its device peak where it used a device). Returns the target too."""
     with open(path) as f:
         rows = [r for r in csv.DictReader(line for line in f if line.strip() and not line.startswith("#"))]
     header = list(rows[0].keys())
     rows = [r for r in rows if r.get("exit_status", "0") in ("0", "")]
+    target = target or modeled_figure(rows)
     params = [h for h in header if h != target and h not in MEASUREMENTS]
-    return header, params, rows
+    return header, params, rows, target
 
 
 def write_csv(path, header, rows):
@@ -158,7 +161,8 @@ def main():
     ap.add_argument("--memwatch", default=os.path.join(ROOT, "build", "bin", "memwatch"))
     ap.add_argument("--data", help="sweep CSV, or 'synthetic' for synth.py's sweep "
                     "(default: bench/data/unet3d-cpu.csv when it exists, else synthetic)")
-    ap.add_argument("--target", default="host_peak_bytes")
+    ap.add_argument("--target", help="the figure to model (default: each sweep's device peak "
+                    "where it used a device, else its host peak)")
     ap.add_argument("--volume", default="dim", help="the column to extrapolate along (default dim)")
     ap.add_argument("--splits", type=int, default=20)
     ap.add_argument("--no-peers", action="store_true", help="memwatch only")
@@ -187,7 +191,7 @@ def main():
             source = "synthetic U-net-shaped sweep (synth.py, 0.2% noise)"
         else:
             source = os.path.relpath(data, ROOT)
-        header, params, rows = read_runs(data, args.target)
+        header, params, rows, target = read_runs(data, args.target)
         categories = {}
         for p in params:
             values = [r[p] for r in rows]
@@ -196,7 +200,7 @@ def main():
             except ValueError:
                 categories[p] = sorted(set(values))
         x_all = encode(rows, params, categories)
-        y_all = np.array([float(r[args.target]) for r in rows])
+        y_all = np.array([float(r[target]) for r in rows])
 
         volume = np.array([float(r[args.volume]) for r in rows])
         largest = volume.max()
@@ -228,7 +232,7 @@ def main():
                 y_test = y_all[test]
                 if isinstance(make, tuple):
                     pred, upper, seconds, parts = memwatch_fit_predict(
-                        args.memwatch, header, [rows[i] for i in train], [rows[i] for i in test], args.target, tmp,
+                        args.memwatch, header, [rows[i] for i in train], [rows[i] for i in test], target, tmp,
                         make)
                     cover = float(np.mean(y_test <= upper)) * 100
                     headroom.append((upper - y_test) / y_test * 100)
@@ -252,7 +256,7 @@ def main():
             results[name] = (random_mape, random_cover, headroom, times)
             print(f"  {name}: done", file=sys.stderr)
 
-    print(f"data: {source}: {len(rows)} runs, parameters {', '.join(params)}, target {args.target}")
+    print(f"data: {source}: {len(rows)} runs, parameters {', '.join(params)}, target {target}")
     print(f"random: {args.splits} splits 70/30; extrapolation: train {args.volume} <= {largest / 1.5:g} "
           f"({len(extrap_train)} runs), test {args.volume} = {largest:g} ({len(extrap_test)} runs)")
     print(f"memwatch's model on the last split (extrapolation):\n  {formula}")
