@@ -80,7 +80,7 @@ def one_sweep(binary, path, target, volume, tmp):
           f"{largest_volume / 1.5:g}; asked at {volume} = {largest_volume:g}")
     print()
     print("| configuration | capacity MiB | truth | memwatch | AutoBatch's line (2 probes) "
-          f"| memwatch + the 2 probes |")
+          "| memwatch + the 2 probes |")
     print("| --- | --- | --- | --- | --- | --- |")
     tally = {"memwatch": [], "line": [], "probed": []}
     for key, peaks in sorted(at_target.items()):
