@@ -26,7 +26,8 @@ MEASUREMENTS = set(run_figures()) | {"elapsed_s", "exit_status"}
 
 
 def modeled_figure(rows):
-    """The peak a sweep is about: the device's where its runs used one, else the host's."""
-    if any(float(r.get("device_peak_bytes") or 0) > 0 for r in rows):
+    """The peak a sweep is about, as `memwatch fit` picks it: the device's where every run used
+    one, else the host's."""
+    if rows and all(float(r.get("device_peak_bytes") or 0) > 0 for r in rows):
         return "device_peak_bytes"
     return "host_peak_bytes"

@@ -55,7 +55,8 @@ void print_help() {
       "the upper bound at the target is within --tolerance of the prediction (default 2%%) or\n"
       "the budget is spent (default 10 runs; the file's rows count). It prints one line: the\n"
       "prediction and bound at the target, the runs, what stopped it. --measure: the column to\n"
-      "model (host_peak_bytes; device_peak_bytes for a GPU trainer).\n",
+      "model (default: device_peak_bytes where the first run that ends well used a device, else\n"
+      "host_peak_bytes).\n",
       columns.c_str());
 }
 

@@ -183,6 +183,12 @@ std::string model_text(const std::optional<Fitted>& f, double tolerance) {
   return buf;
 }
 
+// The figure a sweep models when --measure names none: the device's peak where the program used a
+// device (what runs out on a GPU), else the host's; as `memwatch fit` picks.
+std::string measure_for(std::optional<double> device_peak) {
+  return device_peak && *device_peak > 0 ? "device_peak_bytes" : "host_peak_bytes";
+}
+
 }  // namespace
 
 std::optional<std::string> auto_only_option(const Args& args) {
@@ -225,10 +231,18 @@ AutoSettings read_auto_settings(const Args& args, const SweepSettings& s) {
 int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& shim) {
   const Planner planner{s.axes, a.target, {}};
   std::vector<Measured> runs;
+  std::string measure = a.measure;
   double resumed_seconds = 0;
   if (s.resume && fs::exists(s.out)) {
     (void)read_done(s.out, s.axes);  // checks the columns, cuts a half-written row
-    for (const WrittenRun& w : read_runs(s.out, s.axes, a.measure)) {
+    if (measure.empty())
+      for (const WrittenRun& w : read_runs(s.out, s.axes, "device_peak_bytes"))
+        if (w.exit_status == 0) {
+          measure = measure_for(w.figure);
+          break;
+        }
+    for (const WrittenRun& w :
+         read_runs(s.out, s.axes, measure.empty() ? "host_peak_bytes" : measure)) {
       runs.push_back({w.values, w.exit_status == 0 ? w.figure : std::nullopt, w.elapsed_s});
       resumed_seconds += w.elapsed_s;
     }
@@ -250,11 +264,15 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
   auto spent_s = [&] {
     return resumed_seconds + std::chrono::duration<double>(Clock::now() - start).count();
   };
-  std::optional<Fitted> fitted = refit(planner, runs, a.measure, a.tolerance), previous;
+  auto refit_runs = [&](const std::vector<Measured>& measured) -> std::optional<Fitted> {
+    if (measure.empty()) return std::nullopt;  // no run has ended well yet
+    return refit(planner, measured, measure, a.tolerance);
+  };
+  std::optional<Fitted> fitted = refit_runs(runs), previous;
   if (fitted && !runs.empty()) {
     // A resumed sweep judges its last row as it would have right after running it.
     const std::vector<Measured> before(runs.begin(), runs.end() - 1);
-    previous = refit(planner, before, a.measure, a.tolerance);
+    previous = refit_runs(before);
   }
   std::string stopped;
   int status = 0;
@@ -308,12 +326,15 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
     }
     std::fputs(csv_row(s.axes, next->point, r).c_str(), csv);
     std::fflush(csv);
-    const std::optional<double> peak = figure_of(r, a.measure);
+    if (measure.empty() && r.exit_status == 0)
+      measure = measure_for(figure_of(r, "device_peak_bytes"));
+    const std::string& shown = measure.empty() ? "host_peak_bytes" : measure;
+    const std::optional<double> peak = figure_of(r, shown);
     runs.push_back({values, r.exit_status == 0 ? peak : std::nullopt, r.elapsed_s});
-    previous = std::exchange(fitted, refit(planner, runs, a.measure, a.tolerance));
+    previous = std::exchange(fitted, refit_runs(runs));
     std::fprintf(stderr, "[auto %zu] %s: %s %d, %s %s, %.1f s | %s | elapsed %s\n", runs.size(),
                  point.c_str(), r.exit_status < 0 ? "signal" : "exit", std::abs(r.exit_status),
-                 a.measure.c_str(), gib_text(peak).c_str(), r.elapsed_s,
+                 shown.c_str(), gib_text(peak).c_str(), r.elapsed_s,
                  model_text(fitted, a.tolerance).c_str(), clock_text(spent_s()).c_str());
     if (!r.log_tail.empty()) std::fputs(r.log_tail.c_str(), stderr);
   }
@@ -326,7 +347,8 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
     if (r.peak) largest = std::max(largest, *r.peak);
   if (!fitted) {
     std::printf("memwatch sweep --auto: no model of %s from %zu run%s; stopped: %s\n",
-                a.measure.c_str(), runs.size(), runs.size() == 1 ? "" : "s", stopped.c_str());
+                measure.empty() ? "the peak" : measure.c_str(), runs.size(),
+                runs.size() == 1 ? "" : "s", stopped.c_str());
     return status ? status : 1;
   }
   std::fprintf(stderr, "%s", fitted->model.describe().c_str());

@@ -19,7 +19,7 @@ struct AutoSettings {
   std::size_t budget_runs = 10;
   std::optional<double> budget_minutes;
   double tolerance = 0.02;
-  std::string measure = "host_peak_bytes";
+  std::string measure;  // --measure; empty: picked by the first run that ends well
   std::optional<std::filesystem::path> model_out;
 };
 

@@ -10,7 +10,7 @@ peak, relative to it; memwatch only: the peers give no bound) and fit time.
 Data: every CSV in bench/data (the sweeps of the 3D U-net trainers, C++ and Python, CPU and GPU), one table
 each; a synthetic sweep from synth.py (a U-net-shaped ground truth with 0.2% noise) when there is
 none. --data picks a file (--data synthetic: the synthetic sweep). The modeled figure is a sweep's
-device peak where its runs used a device, else its host peak (--target names another).
+device peak where every run used a device, else its host peak (--target names another).
 """
 import argparse
 import csv

@@ -173,6 +173,22 @@ std::vector<CsvRow> finished_rows(const std::vector<Line>& lines, const CsvHeade
   return rows;
 }
 
+// The peak a sweep is about when none is named: the device's where every run used a device (a
+// GPU trainer's host peak is its data loading, not what runs out), else the host's, else the
+// last column.
+std::string default_target(const CsvHeader& header, const std::vector<CsvRow>& rows) {
+  constexpr std::string_view kDevice = "device_peak_bytes", kHost = "host_peak_bytes";
+  if (contains(header.names, kDevice) && !rows.empty()) {
+    const std::size_t col = header.column(std::string(kDevice));
+    if (std::all_of(rows.begin(), rows.end(), [col](const CsvRow& row) {
+          auto v = to_number(row.second[col]);
+          return v && *v > 0;
+        }))
+      return std::string(kDevice);
+  }
+  return contains(header.names, kHost) ? std::string(kHost) : header.names.back();
+}
+
 // A parameter column is categorical when none of its values is a number; a column mixing
 // numbers and words is an error at its first word.
 bool is_categorical(const std::vector<CsvRow>& rows, std::size_t col, const std::string& name) {
@@ -202,15 +218,13 @@ Dataset parse_csv(std::string_view text, const TableOptions& options) {
   const CsvHeader header = read_header(lines.front());
 
   Dataset d;
-  d.target = options.target;
-  if (d.target.empty())
-    d.target = contains(header.names, "host_peak_bytes") ? "host_peak_bytes" : header.names.back();
+  const std::vector<CsvRow> rows = finished_rows(lines, header, d);
+  d.target = options.target.empty() ? default_target(header, rows) : options.target;
   const std::size_t target_col = header.column(d.target);
   const std::vector<std::string> param_names = parameter_names(header, d.target, options);
   std::vector<std::size_t> param_cols;
   for (const auto& p : param_names) param_cols.push_back(header.column(p));
 
-  const std::vector<CsvRow> rows = finished_rows(lines, header, d);
   std::vector<bool> categorical;
   for (std::size_t p = 0; p < param_cols.size(); ++p) {
     categorical.push_back(is_categorical(rows, param_cols[p], param_names[p]));

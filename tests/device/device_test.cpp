@@ -300,4 +300,32 @@ TEST(DevicePreload, WithoutCudaTheReportHasNoDeviceSources) {
   EXPECT_EQ(m.report["device_peak_bytes"], 0);
 }
 
+// A GPU program's sweep models its device peak without being told: the host peak of this one
+// is the same at every point, its device peak the point's MiB.
+TEST(DeviceSweep, AnAutoSweepOfAProgramUsingADeviceModelsItsDevicePeak) {
+  TempDir dir;
+  const Finished sweep =
+      run({MEMWATCH_BIN, "sweep", "--auto", "--shim", kShim, "--out", dir.file("runs.csv"),
+           "--model-out", dir.file("model.json"), "--toward", "mib=512", "--grid",
+           "mib=1,2,4,8,16,32,64,128,256,512", "--", kRuntimeProgram, "alloc_mib", "{mib}"},
+          {{"LD_LIBRARY_PATH", kFakeDir}, {"MEMWATCH_CUPTI", "off"}});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_NE(sweep.err.find("mib=1: exit 0, device_peak_bytes"), std::string::npos) << sweep.err;
+  EXPECT_NE(sweep.out.find("predicted 0.50 GiB"), std::string::npos) << sweep.out;
+
+  const Finished predicted =
+      run({MEMWATCH_BIN, "predict", "--model", dir.file("model.json"), "mib=512", "--json"});
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+  EXPECT_NEAR(json::parse(predicted.out)["prediction"].get<double>(), 512.0 * MiB, 0.001 * MiB);
+
+  // Told otherwise, it models the host peak, which does not grow: no law.
+  const Finished host =
+      run({MEMWATCH_BIN, "sweep", "--auto", "--shim", kShim, "--out", dir.file("host.csv"),
+           "--measure", "host_peak_bytes", "--budget-runs", "4", "--toward", "mib=512", "--grid",
+           "mib=1,2,4,8,16,32,64,128,256,512", "--", kRuntimeProgram, "alloc_mib", "{mib}"},
+          {{"LD_LIBRARY_PATH", kFakeDir}, {"MEMWATCH_CUPTI", "off"}});
+  EXPECT_NE(host.err.find("mib=1: exit 0, host_peak_bytes"), std::string::npos) << host.err;
+  EXPECT_NE(host.out.find("the runs' peaks hardly differ"), std::string::npos) << host.out;
+}
+
 }  // namespace

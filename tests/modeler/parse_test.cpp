@@ -45,6 +45,34 @@ TEST(ParseCsv, SweepOutputUsesHostPeakAndDropsMeasurementColumns) {
   EXPECT_NE(d.notes[0].find("137"), std::string::npos) << d.notes[0];
 }
 
+// A GPU trainer's sweep is about its device peak; a sweep where some runs used no device (or
+// only a failed run, whose row is skipped, did) is about the host's.
+TEST(ParseCsv, SweepWhoseRunsUsedADeviceUsesTheDevicePeak) {
+  const char* gpu_csv =
+      "batch,dim,host_peak_bytes,device_peak_bytes,exit_status\n"
+      "1,32,1000,5000,0\n"
+      "2,32,1100,9000,0\n"
+      "4,32,1200,17000,0\n"
+      "8,32,1300,0,139\n";
+  const Dataset d = parse_csv(gpu_csv);
+  EXPECT_EQ(d.target, "device_peak_bytes");
+  EXPECT_EQ(d.params, (std::vector<std::string>{"batch", "dim"}));
+  EXPECT_EQ(d.rows[1].y, 9000);
+
+  const char* failed_gpu_run =
+      "batch,dim,host_peak_bytes,device_peak_bytes,exit_status\n"
+      "1,32,1000,0,0\n"
+      "2,32,1100,0,0\n"
+      "4,32,1200,0,0\n"
+      "8,32,1300,7000,1\n";
+  EXPECT_EQ(parse_csv(failed_gpu_run).target, "host_peak_bytes");
+  const char* some_runs_on_the_host =
+      "batch,dim,host_peak_bytes,device_peak_bytes\n"
+      "1,32,1000,5000\n"
+      "2,32,1100,0\n"
+      "4,32,1200,17000\n";
+  EXPECT_EQ(parse_csv(some_runs_on_the_host).target, "host_peak_bytes");
+}
 TEST(ParseCsv, TargetAndParamsCanBeNamed) {
   TableOptions o;
   o.target = "rss_hwm_bytes";

@@ -22,7 +22,8 @@ struct ParseError : std::runtime_error {
 };
 
 struct TableOptions {
-  // CSV target column; empty picks host_peak_bytes when the header has it, else the last column.
+  // CSV target column; empty picks device_peak_bytes where every run has a device peak, else
+  // host_peak_bytes when the header has it, else the last column.
   std::string target;
   // Parameter columns/keys; empty takes every column except the target and the measurement
   // columns a sweep writes (see measurement_columns()).
