@@ -356,6 +356,17 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
   if (!grows(*fitted, a.tolerance))
     stopped += "; the runs' peaks hardly differ: the prediction is their floor, not a law";
   if (!fitted->at_target.vouched) stopped += "; " + model::extrapolation_note(fitted->at_target);
+  if (previous) {
+    // A law that changed its mind at the last run may change it again at the next: said, as the
+    // bound of one fit cannot say it.
+    const double moved = fitted->at_target.value / previous->at_target.value - 1;
+    if (std::abs(moved) > a.tolerance) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "; the last run moved the prediction by %+.1f%%: not settled",
+                    moved * 100);
+      stopped += buf;
+    }
+  }
   std::printf(
       "memwatch sweep --auto: at %s predicted %s, upper bound %s (+%.2f%%), from %zu runs (the "
       "largest %s, %.1f%% of the prediction); stopped: %s\n",

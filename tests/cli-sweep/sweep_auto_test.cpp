@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -152,6 +153,32 @@ TEST(SweepAuto, ATargetFurtherPastTheRunsThanTheyCheckIsNotVouchedForAndNeverEnd
                        "not vouched for"),
             std::string::npos)
       << o.out;
+}
+
+// A GPU trainer's peaks (bench/data/unet3d-py-cuda.csv, levels 5, F=16, in MiB over 16) jag by
+// +-10% from shape to shape: from runs up to 64^3 the law flips from one fit to the next, and the
+// sweep's line says the last run moved the prediction, beside the unvouched bound.
+TEST(SweepAuto, ALawTheLastRunChangedIsNotSettledAndTheLineSaysSo) {
+  TempDir dir;
+  const std::string script = dir.file("jagged.sh");
+  std::ofstream(script) << "#!/bin/sh\n"
+                           "case \"$1x$2\" in\n"
+                           "32x1) m=8;; 32x2) m=11;; 32x4) m=15;; 32x8) m=27;;\n"
+                           "64x1) m=27;; 64x2) m=51;; 64x4) m=107;; 64x8) m=209;;\n"
+                           "96x1) m=73;; 96x2) m=143;; 96x4) m=281;; 96x8) m=592;;\n"
+                           "128x1) m=192;; 128x2) m=401;; 128x4) m=797;; 128x8) m=1589;;\n"
+                           "*) exit 2;;\n"
+                           "esac\n"
+                           "exec " SWEEP_HELPER " \"$m\"\n";
+  fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
+  const Finished o =
+      run({MEMWATCH_BIN, "sweep", "--auto", "--shim", SHIM_PATH, "--out", dir.file("auto.csv"),
+           "--toward", "dim=192,batch=8", "--grid", "dim=32,64,96,128", "--grid", "batch=1,2,4,8",
+           "--", script, "{dim}", "{batch}"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out.find("the bound is within"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("the last run moved the prediction by -"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("%: not settled"), std::string::npos) << o.out;
 }
 
 TEST(SweepAuto, AFloorUnderEveryRunIsNoLawAndNeverEndsTheSweepAsOne) {
