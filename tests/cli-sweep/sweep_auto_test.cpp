@@ -179,6 +179,10 @@ TEST(SweepAuto, ALawTheLastRunChangedIsNotSettledAndTheLineSaysSo) {
   EXPECT_EQ(o.out.find("the bound is within"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("the last run moved the prediction by -"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("%: not settled"), std::string::npos) << o.out;
+  // After seven runs the law of the five largest gives the two smallest no memory at all (a
+  // negative constant under dim^2): no floor holds those up, so every run is fitted.
+  EXPECT_NE(o.err.find("[auto 7] dim=64 batch=4: exit 0"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("fit on 7 runs"), std::string::npos) << o.err;
 }
 
 TEST(SweepAuto, AFloorUnderEveryRunIsNoLawAndNeverEndsTheSweepAsOne) {
