@@ -6,7 +6,7 @@
 #include <string>
 
 #include "args.hpp"
-#include "memwatch/model/model.hpp"
+#include "memwatch/model/model_json.hpp"
 #include "memwatch/protocol/parse.hpp"
 #include "query_client.hpp"
 
@@ -85,14 +85,9 @@ int query(std::span<char* const> argv, std::vector<std::string_view> valued, jso
   return 0;
 }
 
-// "; extrapolating: ..." from a daemon's predict or max answer, "" within the runs; an older
-// daemon answers without the reach or the check (vouched for, as it said).
+// "; extrapolating: ..." from a daemon's predict or max answer, "" within the runs.
 std::string extrapolation_text(const json& r) {
-  model::Prediction at;
-  at.extrapolating = r.value("extrapolating", false);
-  at.reach_ratio = r.value("reach_ratio", 1.0);
-  at.vouched = r.value("vouched", true);
-  const std::string note = model::extrapolation_note(at);
+  const std::string note = model::extrapolation_note(model::extrapolation_of(r));
   return note.empty() ? "" : "; " + note;
 }
 

@@ -115,11 +115,9 @@ int cmd_predict(std::span<char* const> argv) {
       throw std::runtime_error(*input + ": point " + std::to_string(i + 1) + ": " + e.what());
     }
     if (args.flag("json")) {
-      out.push_back({{"prediction", pred.value},
-                     {"upper", pred.upper},
-                     {"extrapolating", pred.extrapolating},
-                     {"reach_ratio", pred.reach_ratio},
-                     {"vouched", pred.vouched}});
+      nlohmann::ordered_json one = {{"prediction", pred.value}, {"upper", pred.upper}};
+      model::put_extrapolation(one, pred);
+      out.push_back(std::move(one));
     } else {
       std::printf("prediction %.6g  upper %.6g%s\n", pred.value, pred.upper,
                   note_text(pred).c_str());
@@ -159,9 +157,7 @@ int cmd_max(std::span<char* const> argv) {
     if (best.value > 0) {
       out["peak_bytes"] = best.at.value;
       out["upper_bytes"] = best.at.upper;
-      out["extrapolating"] = best.at.extrapolating;
-      out["reach_ratio"] = best.at.reach_ratio;
-      out["vouched"] = best.at.vouched;
+      model::put_extrapolation(out, best.at);
     }
     std::puts(out.dump().c_str());
   } else if (best.value <= 0) {

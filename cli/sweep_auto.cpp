@@ -10,6 +10,7 @@
 #include "memwatch/model/model.hpp"
 #include "memwatch/model/model_json.hpp"
 #include "memwatch/protocol/figures.hpp"
+#include "memwatch/protocol/wire.hpp"
 #include "sweep_csv.hpp"
 #include "sweep_plan.hpp"
 #include "sweep_run.hpp"
@@ -191,7 +192,7 @@ std::string model_text(const std::optional<Fitted>& f, double tolerance) {
 // The figure a sweep models when --measure names none: the device's peak where the program used a
 // device (what runs out on a GPU), else the host's; as `memwatch fit` picks.
 std::string measure_for(std::optional<double> device_peak) {
-  return device_peak && *device_peak > 0 ? "device_peak_bytes" : "host_peak_bytes";
+  return device_peak && *device_peak > 0 ? protocol::kDevicePeakTarget : protocol::kHostPeakTarget;
 }
 
 }  // namespace
@@ -241,13 +242,13 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
   if (s.resume && fs::exists(s.out)) {
     (void)read_done(s.out, s.axes);  // checks the columns, cuts a half-written row
     if (measure.empty())
-      for (const WrittenRun& w : read_runs(s.out, s.axes, "device_peak_bytes"))
+      for (const WrittenRun& w : read_runs(s.out, s.axes, protocol::kDevicePeakTarget))
         if (w.exit_status == 0) {
           measure = measure_for(w.figure);
           break;
         }
     for (const WrittenRun& w :
-         read_runs(s.out, s.axes, measure.empty() ? "host_peak_bytes" : measure)) {
+         read_runs(s.out, s.axes, measure.empty() ? protocol::kHostPeakTarget : measure)) {
       runs.push_back({w.values, w.exit_status == 0 ? w.figure : std::nullopt, w.elapsed_s});
       resumed_seconds += w.elapsed_s;
     }
@@ -332,8 +333,8 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
     std::fputs(csv_row(s.axes, next->point, r).c_str(), csv);
     std::fflush(csv);
     if (measure.empty() && r.exit_status == 0)
-      measure = measure_for(figure_of(r, "device_peak_bytes"));
-    const std::string& shown = measure.empty() ? "host_peak_bytes" : measure;
+      measure = measure_for(figure_of(r, protocol::kDevicePeakTarget));
+    const std::string shown = measure.empty() ? protocol::kHostPeakTarget : measure;
     const std::optional<double> peak = figure_of(r, shown);
     runs.push_back({values, r.exit_status == 0 ? peak : std::nullopt, r.elapsed_s});
     previous = std::exchange(fitted, refit_runs(runs));

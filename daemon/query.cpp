@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "memwatch/model/model_json.hpp"
 #include "refit.hpp"
 #include "verdict.hpp"
 
@@ -137,15 +138,14 @@ json QueryTable::op_predict(const json& r) const {
   const model::Prediction pred = m->predict(p);
   std::size_t runs = 0;
   for (const auto& part : m->parts) runs += part.runs;
-  return {{"ok", true},
-          {"target", target},
-          {"peak_bytes", pred.value},
-          {"upper_bytes", pred.upper},
-          {"extrapolating", pred.extrapolating},
-          {"reach_ratio", pred.reach_ratio},
-          {"vouched", pred.vouched},
-          {"formula", formula_of(*m, p)},
-          {"runs", runs}};
+  json reply = {{"ok", true},
+                {"target", target},
+                {"peak_bytes", pred.value},
+                {"upper_bytes", pred.upper},
+                {"formula", formula_of(*m, p)},
+                {"runs", runs}};
+  model::put_extrapolation(reply, pred);
+  return reply;
 }
 
 json QueryTable::op_max(const json& r) const {
@@ -166,9 +166,7 @@ json QueryTable::op_max(const json& r) const {
     const model::Prediction pred = m->predict(p);
     reply["peak_bytes"] = pred.value;
     reply["upper_bytes"] = pred.upper;
-    reply["extrapolating"] = pred.extrapolating;
-    reply["reach_ratio"] = pred.reach_ratio;
-    reply["vouched"] = pred.vouched;
+    model::put_extrapolation(reply, pred);
   }
   return reply;
 }

@@ -48,15 +48,8 @@ DATASETS = {
         "vary": ["dim", "batch"],
     },
 }
-sys.path.insert(0, os.path.dirname(HERE))
-from sweep_columns import MEASUREMENTS, modeled_figure  # noqa: E402
-
-
-def read_rows(path):
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
-    params = [h for h in rows[0].keys() if h not in MEASUREMENTS]
-    return params, [r for r in rows if r["exit_status"] == "0"]
+sys.path.insert(0, HERE)
+import run  # noqa: E402  (the sweeps' reader)
 
 
 def number_order(values):
@@ -123,8 +116,7 @@ def main():
 
     spec = dict(DATASETS[args.data])
     data_path = os.path.join(ROOT, "bench", "data", args.data + ".csv")
-    params, rows = read_rows(data_path)
-    figure = modeled_figure(rows)  # the truth's column
+    _, params, rows, figure = run.read_runs(data_path)  # figure: the truth's column
     measured = figure  # the runs' column: what the sweep models
     replay_dir = tempfile.TemporaryDirectory(prefix="memwatch-replay-")
     if args.replay:

@@ -110,9 +110,10 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   if (final_fit)
     part.bound.extrapolation =
         check_extrapolation(d, part.function, terms.nonnegative, options.loss);
-  if (options.priors.enabled && !overruled)
-    for (ParamCheck& c : part.bound.extrapolation.params)
-      c.affine = c.param == batch_param(d.params, options.priors);
+  if (options.priors.enabled && !overruled) {
+    const std::size_t batch = batch_param(d.params, options.priors);
+    for (ParamCheck& c : part.bound.extrapolation.params) c.affine = c.param == batch;
+  }
   if (!part.slices.empty() && !corrections_pay(part.bound)) {
     part.slices = {};
     part.bound.carried = {};

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "memwatch/protocol/figures.hpp"
+#include "memwatch/protocol/wire.hpp"
 
 namespace memwatch::model {
 
@@ -177,16 +178,16 @@ std::vector<CsvRow> finished_rows(const std::vector<Line>& lines, const CsvHeade
 // GPU trainer's host peak is its data loading, not what runs out), else the host's, else the
 // last column.
 std::string default_target(const CsvHeader& header, const std::vector<CsvRow>& rows) {
-  constexpr std::string_view kDevice = "device_peak_bytes", kHost = "host_peak_bytes";
-  if (contains(header.names, kDevice) && !rows.empty()) {
-    const std::size_t col = header.column(std::string(kDevice));
+  using protocol::kDevicePeakTarget, protocol::kHostPeakTarget;
+  if (contains(header.names, kDevicePeakTarget) && !rows.empty()) {
+    const std::size_t col = header.column(kDevicePeakTarget);
     if (std::all_of(rows.begin(), rows.end(), [col](const CsvRow& row) {
           auto v = to_number(row.second[col]);
           return v && *v > 0;
         }))
-      return std::string(kDevice);
+      return kDevicePeakTarget;
   }
-  return contains(header.names, kHost) ? std::string(kHost) : header.names.back();
+  return contains(header.names, kHostPeakTarget) ? kHostPeakTarget : header.names.back();
 }
 
 // A parameter column is categorical when none of its values is a number; a column mixing
