@@ -28,7 +28,7 @@ std::vector<std::string> split_list(const std::string& s) {
 constexpr const char* usage =
     "usage: memwatch fit --input FILE [--target COLUMN] [--params a,b,...] [--json]\n"
     "                    [--terms K] [--exponents 0,0.5,1,...] [--log] [--gp auto|always|never]\n"
-    "                    [--level 0.95] [--regimes 2] [--formula-only]\n"
+    "                    [--level 0.95] [--regimes 2] [--formula-only] [--axes dim=3,...]\n"
     "FILE is CSV with a header (parameters, then the target) or JSON Lines\n"
     "{\"params\":{...},\"value\":N}. The target defaults to device_peak_bytes where every\n"
     "run used a device, else host_peak_bytes when the header has it, else the last column; the\n"
@@ -37,14 +37,16 @@ constexpr const char* usage =
     "--regimes N: cut the runs at up to N nested breaks where one formula cannot follow them\n"
     "(0: never).\n"
     "--formula-only: predict by the formula alone, without correcting a configuration's batch\n"
-    "sizes by the misses of its measured ones.";
+    "sizes by the misses of its measured ones.\n"
+    "--axes P=K,...: P spans K axes of the trainer's tensors (a cube's edge 3, one side of a\n"
+    "patch 1): memory is a polynomial of degree K in P that carries P^K (the activations).";
 
 }  // namespace
 
 int cmd_fit(std::span<char* const> argv) {
-  const Args args(argv,
-                  {"input", "target", "params", "terms", "exponents", "gp", "level", "regimes"},
-                  {"json", "log", "formula-only", "help"});
+  const Args args(
+      argv, {"input", "target", "params", "terms", "exponents", "gp", "level", "regimes", "axes"},
+      {"json", "log", "formula-only", "help"});
   if (args.flag("help")) {
     std::puts(usage);
     return 0;
@@ -72,6 +74,7 @@ int cmd_fit(std::span<char* const> argv) {
   }
   if (args.flag("log")) options.terms.log_exponents = {0, 1};
   if (args.flag("formula-only")) options.batch_slices = false;
+  if (auto axes = args.value("axes")) options.priors.axes = axes_option(*axes);
   if (auto gp = args.value("gp")) {
     if (*gp == "always")
       options.gp_above = 0, options.gp_min_runs = 0;

@@ -44,6 +44,7 @@ void print_help() {
       "                      [--config-template FILE] -- COMMAND [ARGS with {NAME}, {config}]\n"
       "       memwatch sweep --auto [--toward NAME=V,...] [--budget-runs N] [--budget-minutes M]\n"
       "                      [--tolerance 2%%] [--measure COLUMN] [--model-out MODEL.json]\n"
+      "                      [--axes NAME=K,...]\n"
       "                      --grid ... --out FILE [--resume] ... -- COMMAND ...\n"
       "Runs COMMAND for every combination of the grids under the shim and appends one CSV row\n"
       "per run: the parameters%s\n(exit_status: minus the signal for a killed run).\n"
@@ -56,7 +57,8 @@ void print_help() {
       "the budget is spent (default 10 runs; the file's rows count). It prints one line: the\n"
       "prediction and bound at the target, the runs, what stopped it. --measure: the column to\n"
       "model (default: device_peak_bytes where the first run that ends well used a device, else\n"
-      "host_peak_bytes).\n",
+      "host_peak_bytes). --axes dim=3: dim spans 3 axes of the trainer's tensors (a cube's\n"
+      "edge), so the model carries dim^3, as `memwatch fit --axes` does.\n",
       columns.c_str());
 }
 
@@ -75,7 +77,7 @@ void report_progress(std::size_t i, std::size_t total, const std::string& point,
 int cmd_sweep(std::span<char* const> argv) {
   Args args(argv,
             {"grid", "out", "repeat", "shim", "timeout", "workload", "config-template", "toward",
-             "budget-runs", "budget-minutes", "tolerance", "measure", "model-out"},
+             "budget-runs", "budget-minutes", "tolerance", "measure", "model-out", "axes"},
             {"resume", "help", "auto"});
   if (args.flag("help")) {
     print_help();

@@ -11,6 +11,7 @@
 #include "memwatch/model/model_json.hpp"
 #include "memwatch/protocol/figures.hpp"
 #include "memwatch/protocol/wire.hpp"
+#include "model_io.hpp"
 #include "sweep_csv.hpp"
 #include "sweep_plan.hpp"
 #include "sweep_run.hpp"
@@ -73,14 +74,14 @@ struct Fitted {
 };
 
 std::optional<Fitted> fit_runs(const Planner& planner, const std::vector<const Measured*>& runs,
-                               const std::string& measure) {
+                               const std::string& measure, const model::FitOptions& options) {
   model::Dataset d;
   d.params = planner.parameter_names();
   d.target = measure;
   for (const Measured* r : runs) d.add(planner.parameters_of(r->values), *r->peak);
   Fitted f;
   try {
-    f.model = model::fit(d);
+    f.model = model::fit(d, options);
   } catch (const model::FitError&) {
     return std::nullopt;  // too few runs for the modeler yet: more cheap runs first
   }
@@ -111,7 +112,8 @@ std::optional<Fitted> fit_runs(const Planner& planner, const std::vector<const M
 // cuDNN picks its algorithms per shape: five runs up to 64^3 fit 111206·dim²·batch + 1.26e7·dim
 // − 8.7e8, -62% at 192^3, where all seven fit dim³·batch, -8%). Then every run is fitted.
 std::optional<Fitted> refit(const Planner& planner, const std::vector<Measured>& runs,
-                            const std::string& measure, double tolerance) {
+                            const std::string& measure, double tolerance,
+                            const model::FitOptions& options) {
   if (!planner.covered(runs)) return std::nullopt;
   std::vector<const Measured*> measured;
   for (const auto& r : runs)
@@ -119,20 +121,20 @@ std::optional<Fitted> refit(const Planner& planner, const std::vector<Measured>&
   std::sort(measured.begin(), measured.end(),
             [](const Measured* a, const Measured* b) { return *a->peak > *b->peak; });
   const std::size_t larger = std::max(kCoreRuns, (measured.size() + 1) / 2);
-  if (measured.size() <= larger) return fit_runs(planner, measured, measure);
+  if (measured.size() <= larger) return fit_runs(planner, measured, measure, options);
   const std::vector<const Measured*> core(measured.begin(),
                                           measured.begin() + static_cast<std::ptrdiff_t>(larger));
-  const auto law = fit_runs(planner, core, measure);
-  if (!law) return fit_runs(planner, measured, measure);
+  const auto law = fit_runs(planner, core, measure, options);
+  if (!law) return fit_runs(planner, measured, measure, options);
   std::vector<const Measured*> agreeing = core;
   for (std::size_t i = larger; i < measured.size(); ++i) {
     const double expected = law->model.predict(planner.model_point(measured[i]->values)).value;
-    if (!(expected > 0)) return fit_runs(planner, measured, measure);
+    if (!(expected > 0)) return fit_runs(planner, measured, measure, options);
     if (std::abs(*measured[i]->peak / expected - 1) <= tolerance / 2)
       agreeing.push_back(measured[i]);
   }
   if (agreeing.size() == core.size()) return law;
-  return fit_runs(planner, agreeing, measure);
+  return fit_runs(planner, agreeing, measure, options);
 }
 
 double relative_headroom(const Fitted& f) {
@@ -199,7 +201,7 @@ std::string measure_for(std::optional<double> device_peak) {
 
 std::optional<std::string> auto_only_option(const Args& args) {
   for (const char* name :
-       {"toward", "budget-runs", "budget-minutes", "tolerance", "measure", "model-out"})
+       {"toward", "budget-runs", "budget-minutes", "tolerance", "measure", "model-out", "axes"})
     if (args.value(name)) return name;
   return std::nullopt;
 }
@@ -231,6 +233,13 @@ AutoSettings read_auto_settings(const Args& args, const SweepSettings& s) {
     a.measure = *m;
   }
   if (auto out = args.value("model-out")) a.model_out = *out;
+  if (auto axes = args.value("axes")) {
+    a.stated_axes = axes_option(*axes);
+    for (const auto& [name, count] : a.stated_axes)
+      if (std::none_of(s.axes.begin(), s.axes.end(), [&](const Axis& g) { return g.name == name; }))
+        throw UsageError("--axes " + name + "=" + std::to_string(count) +
+                         ": no --grid parameter is called " + name);
+  }
   return a;
 }
 
@@ -270,9 +279,11 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
   auto spent_s = [&] {
     return resumed_seconds + std::chrono::duration<double>(Clock::now() - start).count();
   };
+  model::FitOptions options;
+  options.priors.axes = a.stated_axes;
   auto refit_runs = [&](const std::vector<Measured>& measured) -> std::optional<Fitted> {
     if (measure.empty()) return std::nullopt;  // no run has ended well yet
-    return refit(planner, measured, measure, a.tolerance);
+    return refit(planner, measured, measure, a.tolerance, options);
   };
   std::optional<Fitted> fitted = refit_runs(runs), previous;
   if (fitted && !runs.empty()) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct AutoSettings {
   double tolerance = 0.02;
   std::string measure;  // --measure; empty: picked by the first run that ends well
   std::optional<std::filesystem::path> model_out;
+  std::map<std::string, int> stated_axes;  // --axes: the tensor axes a parameter spans
 };
 
 AutoSettings read_auto_settings(const Args& args, const SweepSettings& s);

@@ -76,11 +76,13 @@ def replay_command(data_path, params, figure, helper, tmp):
     return [script, *(f"{{{p}}}" for p in params)]
 
 
-def auto_sweep(memwatch, spec, fixed, grid, target, budget, tolerance, tmp):
+def auto_sweep(memwatch, spec, fixed, grid, target, budget, tolerance, tmp, axes=None):
     out, model = os.path.join(tmp, "auto.csv"), os.path.join(tmp, "model.json")
     argv = [memwatch, "sweep", "--auto", "--out", out, "--model-out", model,
             "--budget-runs", str(budget), "--tolerance", tolerance,
             "--toward", ",".join(f"{k}={v}" for k, v in target.items())]
+    if axes:
+        argv += ["--axes", axes]
     for name, value in fixed.items():
         argv += ["--grid", f"{name}={value}"]
     for name, values in grid.items():
@@ -109,6 +111,7 @@ def main():
     ap.add_argument("--only", default="", help="fixed parameters of one target: levels=5,filters=16")
     ap.add_argument("--budget-runs", type=int, default=10)
     ap.add_argument("--tolerance", default="2%")
+    ap.add_argument("--axes", help="the tensor axes the parameters span (sweep --auto --axes dim=3)")
     ap.add_argument("--replay", action="store_true",
                     help="allocate the reference peaks with sweep-helper instead of training")
     ap.add_argument("--helper", default=os.path.join(ROOT, "build/bin/sweep-helper"))
@@ -128,7 +131,8 @@ def main():
                     key=lambda c: [-float(v) for v in c])
     print(f"memwatch sweep --auto on {args.data}{' (replayed)' if args.replay else ''} toward each "
           "group's largest point "
-          f"(budget {args.budget_runs} runs, tolerance {args.tolerance})")
+          f"(budget {args.budget_runs} runs, tolerance {args.tolerance}"
+          f"{', --axes ' + args.axes if args.axes else ''})")
     print(f"{'target':<44} {'truth':>9} {'predicted':>9} {'error':>7} {'bound':>6} "
           f"{'runs':>4} {'largest':>7} {'time':>6}  stopped")
     errors, shares, used = [], [], []
@@ -144,7 +148,7 @@ def main():
         truth = float(largest[figure])
         with tempfile.TemporaryDirectory(prefix="memwatch-auto-") as tmp:
             got = auto_sweep(args.memwatch, spec, fixed, grid, target, args.budget_runs,
-                             args.tolerance, tmp)
+                             args.tolerance, tmp, args.axes)
         name = " ".join(f"{k}={v}" for k, v in {**fixed, **target}.items())
         if got is None:
             print(f"{name:<44} {truth / 2**30:>8.2f}G  no model")

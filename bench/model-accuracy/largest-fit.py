@@ -33,10 +33,10 @@ import run  # noqa: E402  (the sweeps' reader and writer)
 ROOT = run.ROOT
 
 
-def fit(binary, header, rows, target, path):
+def fit(binary, header, rows, target, path, extra=()):
     csv_path = path + ".csv"
     run.write_csv(csv_path, header, rows)
-    fitted = subprocess.run([binary, "fit", "--input", csv_path, "--target", target, "--json"],
+    fitted = subprocess.run([binary, "fit", "--input", csv_path, "--target", target, "--json", *extra],
                             capture_output=True, text=True, check=True)
     with open(path, "w") as f:
         f.write(fitted.stdout)
@@ -63,7 +63,7 @@ def verdict(answer, truth):
     return f"{answer - truth:+d}" + (" (OOM)" if answer > truth else "")
 
 
-def one_sweep(binary, path, target, volume, tmp):
+def one_sweep(binary, path, target, volume, tmp, extra=()):
     header, params, rows, target = run.read_runs(path, target)
     if "batch" not in params:
         return
@@ -75,7 +75,7 @@ def one_sweep(binary, path, target, volume, tmp):
         if float(r[volume]) == largest_volume:
             key = tuple(r[p] for p in others)
             at_target.setdefault(key, {})[int(float(r["batch"]))] = float(r[target])
-    base_model = fit(binary, header, small, target, os.path.join(tmp, "small.json"))
+    base_model = fit(binary, header, small, target, os.path.join(tmp, "small.json"), extra)
     print(f"data: {os.path.relpath(path, ROOT)}: fitted on {len(small)} runs at {volume} <= "
           f"{largest_volume / 1.5:g}; asked at {volume} = {largest_volume:g}")
     print()
@@ -89,7 +89,8 @@ def one_sweep(binary, path, target, volume, tmp):
         at = dict(zip(others, key))
         probes = [r for r in rows if float(r[volume]) == largest_volume
                   and tuple(r[p] for p in others) == key and int(float(r["batch"])) in (2, 4)]
-        probed_model = fit(binary, header, small + probes, target, os.path.join(tmp, "probed.json"))
+        probed_model = fit(binary, header, small + probes, target, os.path.join(tmp, "probed.json"),
+                            extra)
         for share in (0.3, 0.5, 0.8):
             capacity = peaks[4] + share * (peaks[8] - peaks[4])
             truth = line_answer(4, peaks[4], 8, peaks[8], capacity)
@@ -116,13 +117,15 @@ def main():
     ap.add_argument("--data", action="append", help="sweep CSV (default: every one in bench/data)")
     ap.add_argument("--target", help="the figure to model (default: as run.py)")
     ap.add_argument("--volume", default="dim")
+    ap.add_argument("--axes", help="the tensor axes the parameters span (memwatch fit --axes dim=3)")
     args = ap.parse_args()
     datasets = args.data or sorted(glob.glob(os.path.join(ROOT, "bench", "data", "*.csv")))
     with tempfile.TemporaryDirectory() as tmp:
         for i, path in enumerate(datasets):
             if i:
                 print()
-            one_sweep(args.memwatch, path, args.target, args.volume, tmp)
+            one_sweep(args.memwatch, path, args.target, args.volume, tmp,
+                      ("--axes", args.axes) if args.axes else ())
 
 
 if __name__ == "__main__":

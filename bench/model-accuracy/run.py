@@ -166,6 +166,8 @@ def main():
     ap.add_argument("--volume", default="dim", help="the column to extrapolate along (default dim)")
     ap.add_argument("--splits", type=int, default=20)
     ap.add_argument("--no-peers", action="store_true", help="memwatch only")
+    ap.add_argument("--axes", help="also memwatch told the tensor axes its parameters span "
+                    "(memwatch fit --axes dim=3)")
     ap.add_argument("--errors-by", metavar="COLUMN", action="append", default=[],
                     help="after the table, memwatch's random-split error, bound coverage and median "
                     "headroom for each value of COLUMN (where the error comes from); repeatable")
@@ -217,6 +219,8 @@ def main():
         # worth on data where the program changes behaviour.
         methods = {"memwatch": (), "memwatch, one formula": ("--regimes", "0"),
                    "memwatch, formula only": ("--formula-only",)}
+        if args.axes:
+            methods[f"memwatch, --axes {args.axes}"] = ("--axes", args.axes)
         if "batch" in params and "batch" not in categories:
             batch_column = params.index("batch")
             methods["line in batch at the run's size (AutoBatch)"] = lambda: BatchLine(batch_column)

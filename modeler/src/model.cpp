@@ -22,6 +22,16 @@ std::string labels_text(const std::map<std::string, std::string>& labels) {
   return s;
 }
 
+std::vector<std::pair<double, double>> ranges_of(const Dataset& d) {
+  std::vector<std::pair<double, double>> ranges;
+  for (std::size_t p = 0; p < d.params.size(); ++p) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& r : d.rows) lo = std::min(lo, r.x[p]), hi = std::max(hi, r.x[p]);
+    ranges.emplace_back(lo, hi);
+  }
+  return ranges;
+}
+
 }  // namespace
 
 TermSearchOptions shaped_terms(const Dataset& d, const FitOptions& options) {
@@ -29,6 +39,7 @@ TermSearchOptions shaped_terms(const Dataset& d, const FitOptions& options) {
   shaped.loss = options.loss;
   if (options.priors.enabled) {
     shaped.param_exponents = prior_exponents(d.params, options.terms.exponents, options.priors);
+    shaped.required_power = required_powers(d.params, ranges_of(d), options.priors);
     // The priors' monotonicity check stands in for the signs (respects_priors), on enough runs:
     // on a dozen, two large terms of opposite signs fit the noise.
     if (options.priors.signed_terms && d.rows.size() >= options.priors.signed_runs)
@@ -44,11 +55,7 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
                        std::to_string(d.params.size()) +
                        " parameters: need more runs than parameters");
   SubModel part;
-  for (std::size_t p = 0; p < d.params.size(); ++p) {
-    double lo = INFINITY, hi = -INFINITY;
-    for (const auto& r : d.rows) lo = std::min(lo, r.x[p]), hi = std::max(hi, r.x[p]);
-    part.range.emplace_back(lo, hi);
-  }
+  part.range = ranges_of(d);
   part.search = "terms";
   const TermSearchOptions terms = shaped_terms(d, options);
   GpOptions gp_options = options.gp;
@@ -60,9 +67,14 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   if (options.priors.enabled && !ranked.empty() && ranked.front().loo_mape() > options.gp_above &&
       d.rows.size() >= options.priors.overrule_runs) {
     // The shape priors give way only to a clear margin: above noise, a free search that cuts
-    // the error to a fraction (`overwhelm`) of theirs is evidence, not a fit to the jags.
+    // the error to a fraction (`overwhelm`) of theirs is evidence, not a fit to the jags. What
+    // the user stated stays.
     TermSearchOptions unshaped = terms;
-    unshaped.param_exponents.clear();
+    Priors stated_only;
+    stated_only.affine.clear();
+    stated_only.integer_powers.clear();
+    stated_only.axes = options.priors.axes;
+    unshaped.param_exponents = prior_exponents(d.params, options.terms.exponents, stated_only);
     auto free = search_terms(d, unshaped);
     if (!free.empty() &&
         free.front().loo_mape() < options.priors.overwhelm * ranked.front().loo_mape()) {
@@ -137,6 +149,14 @@ Model fit(const Dataset& d, const FitOptions& given) {
   // Where repetitions show the measurements noisier than the thresholds assume, error up to that
   // noise is no reason for a GP tree or a regime.
   FitOptions options = given;
+  for (const auto& [name, axes] : options.priors.axes)
+    if (std::find(d.params.begin(), d.params.end(), name) == d.params.end()) {
+      std::string params;
+      for (const auto& p : d.params) params += (params.empty() ? "" : ", ") + p;
+      throw FitError(0, "the axes stated for '" + name +
+                            "' name no numeric parameter of these runs (they have: " + params +
+                            ")");
+    }
   const double noise = repetition_noise(d);
   options.gp_above = std::max(options.gp_above, noise);
   options.split_above = std::max(options.split_above, noise);
@@ -144,6 +164,7 @@ Model fit(const Dataset& d, const FitOptions& given) {
   m.target = d.target;
   m.params = d.params;
   m.categories = d.categories;
+  m.stated_axes = options.priors.axes;
   for (auto& g : split_by_category(d)) {
     std::vector<SubModel> parts;
     try {
@@ -232,6 +253,11 @@ Prediction Model::predict(const Point& p) const {
 std::string Model::describe() const {
   std::string s;
   char buf[256];
+  if (!stated_axes.empty()) {
+    s += "stated axes:";
+    for (const auto& [name, axes] : stated_axes) s += " " + name + "=" + std::to_string(axes);
+    s += " (each a polynomial of that degree that carries its top power)\n";
+  }
   for (const auto& part : parts) {
     std::string where = labels_text(part.labels);
     for (const auto& c : part.domain) where += (where.empty() ? "" : ", ") + c.to_string(params);

@@ -142,6 +142,7 @@ std::string to_json(const Model& m, int indent) {
             {"params", m.params},
             {"categories", m.categories},
             {"models", std::move(parts)}};
+  if (!m.stated_axes.empty()) out["axes"] = m.stated_axes;
   return out.dump(indent);
 }
 
@@ -155,6 +156,7 @@ Model model_from_json(std::string_view text) {
     m.target = j.at("target").get<std::string>();
     m.params = j.at("params").get<std::vector<std::string>>();
     m.categories = j.at("categories").get<std::vector<std::string>>();
+    if (j.contains("axes")) m.stated_axes = j.at("axes").get<std::map<std::string, int>>();
     for (const auto& jp : j.at("models")) {
       SubModel p;
       p.labels = jp.at("labels").get<std::map<std::string, std::string>>();

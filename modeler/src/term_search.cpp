@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <tuple>
@@ -16,6 +17,27 @@ using Eigen::Index;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
+double required_power_of(const TermSearchOptions& o, std::size_t param) {
+  return param < o.required_power.size() ? o.required_power[param] : 0;
+}
+
+// One bit per parameter `t` carries to its required power.
+std::uint64_t requirements_met(const CompoundTerm& t, const TermSearchOptions& o) {
+  std::uint64_t met = 0;
+  for (const auto& s : t.factors)
+    if (s.param < 64 && s.log_exponent == 0 && s.exponent != 0 &&
+        s.exponent == required_power_of(o, s.param))
+      met |= std::uint64_t{1} << s.param;
+  return met;
+}
+
+std::uint64_t requirements_of(const TermSearchOptions& o) {
+  std::uint64_t all = 0;
+  for (std::size_t p = 0; p < o.required_power.size() && p < 64; ++p)
+    if (o.required_power[p] != 0) all |= std::uint64_t{1} << p;
+  return all;
+}
+
 // Enumerates factor choices per parameter, then products over up to max_factors parameters.
 void build_terms(std::size_t param, std::size_t params, const TermSearchOptions& o,
                  CompoundTerm& current, std::vector<CompoundTerm>& out) {
@@ -27,7 +49,7 @@ void build_terms(std::size_t param, std::size_t params, const TermSearchOptions&
   if (current.factors.size() >= o.max_factors) return;
   for (double e : exponents_of(o, param))
     for (int j : o.log_exponents) {
-      if (e == 0 && j == 0) continue;
+      if ((e == 0 && j == 0) || (j != 0 && required_power_of(o, param) != 0)) continue;
       current.factors.push_back(SimpleTerm{param, e, j});
       build_terms(param + 1, params, o, current, out);
       current.factors.pop_back();
@@ -38,6 +60,14 @@ struct Dictionary {
   std::vector<CompoundTerm> terms;
   std::vector<VectorXd> columns;  // weighted by 1/y, unit norm
   std::map<CompoundTerm, std::size_t> index;
+  std::vector<std::uint64_t> meets;  // requirements_met of each term
+  std::uint64_t required = 0;        // every subset must meet all of these together
+
+  [[nodiscard]] bool qualifies(const std::vector<std::size_t>& subset) const {
+    std::uint64_t met = 0;
+    for (auto t : subset) met |= meets[t];
+    return (met & required) == required;
+  }
 };
 
 Dictionary weighted_dictionary(const Dataset& d, const VectorXd& y, const TermSearchOptions& o) {
@@ -48,6 +78,7 @@ Dictionary weighted_dictionary(const Dataset& d, const VectorXd& y, const TermSe
     return a.factors.size() < b.factors.size();
   });
   Dictionary dict;
+  dict.required = requirements_of(o);
   std::set<std::pair<long long, long long>> seen;
   const Index n = y.size();
   VectorXd probe(n);
@@ -61,6 +92,7 @@ Dictionary weighted_dictionary(const Dataset& d, const VectorXd& y, const TermSe
     const auto key = std::pair(std::llround(c.sum() * 1e8), std::llround(c.dot(probe) * 1e8));
     if (!seen.insert(key).second) continue;
     dict.index.emplace(t, dict.terms.size());
+    dict.meets.push_back(requirements_met(t, o));
     dict.terms.push_back(std::move(t));
     dict.columns.push_back(std::move(c));
   }
@@ -101,8 +133,10 @@ void enumerate_subsets(const std::vector<std::size_t>& pool, const Dictionary& d
     auto next = state.extended(dict.columns[pool[p]]);
     if (!next) continue;
     chosen.push_back(pool[p]);
-    // A subset with a negative coefficient is not a candidate itself, but its supersets may be.
-    if (!nonnegative || next->nonnegative()) out.push_back({next->score(), chosen});
+    // A subset with a negative coefficient, or without a required power, is not a candidate
+    // itself, but its supersets may be.
+    if ((!nonnegative || next->nonnegative()) && dict.qualifies(chosen))
+      out.push_back({next->score(), chosen});
     if (chosen.size() < max_terms)
       enumerate_subsets(pool, dict, p + 1, max_terms, nonnegative, *next, chosen, out);
     chosen.pop_back();
@@ -141,6 +175,10 @@ Scored improve_by_swaps(Scored start, const PressState& base, const Dictionary& 
         auto next = without.extended(dict.columns[t]);
         if (!next || (nonnegative && !next->nonnegative())) continue;
         rest.insert(rest.begin() + static_cast<std::ptrdiff_t>(j), t);
+        if (!dict.qualifies(rest)) {
+          rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(j));
+          continue;
+        }
         start = {score, rest};
         improved = true;
         break;
@@ -245,6 +283,7 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
   std::vector<std::size_t> selected;
   std::vector<std::vector<std::size_t>> step_tops;
   std::vector<std::size_t> paired;
+  std::vector<std::size_t> required_tops;
   PressState state = base;
   for (std::size_t step = 0; step < o.max_terms; ++step) {
     if (step + 2 <= o.max_terms)
@@ -263,8 +302,14 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
     std::vector<std::size_t> top;
     for (std::size_t i = 0; i < keep; ++i) top.push_back(scores[i].second);
     step_tops.push_back(top);
-    // The greedy path follows the best candidate whose coefficients keep their signs.
     std::sort(scores.begin(), scores.end());
+    // The best terms carrying a required power join the pool, which the greedy path, free of
+    // the requirement, may not visit.
+    std::size_t carrying = 0;
+    for (const auto& [score, t] : scores)
+      if ((dict.meets[t] & dict.required) != 0 && carrying++ < o.required_per_step)
+        required_tops.push_back(t);
+    // The greedy path follows the best candidate whose coefficients keep their signs.
     std::optional<PressState> next;
     for (const auto& [score, t] : scores) {
       next = state.extended(dict.columns[t]);
@@ -278,6 +323,7 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
     state = std::move(*next);
   }
   for (auto t : selected) add_to_pool(t);
+  for (auto t : required_tops) add_to_pool(t);
   for (auto t : paired) add_to_pool(t);
   for (auto t : selected)
     for (const auto& n : neighbours(dict.terms[t], o))
@@ -323,14 +369,19 @@ std::vector<Hypothesis> search_terms(const Dataset& d, const TermSearchOptions& 
                                 o.loss))
       ranked.push_back(std::move(*h));
   }
-  if (auto h = fit_hypothesis(d, {}, o.nonnegative, /*with_loo_shifts=*/false, o.loss))
-    ranked.push_back(std::move(*h));
+  if (dict.required == 0)
+    if (auto h = fit_hypothesis(d, {}, o.nonnegative, /*with_loo_shifts=*/false, o.loss))
+      ranked.push_back(std::move(*h));
   std::sort(ranked.begin(), ranked.end(),
             [](const Hypothesis& a, const Hypothesis& b) { return a.loo_mape() < b.loo_mape(); });
   prefer_simple(ranked, o);
-  if (!ranked.empty())
-    ranked.front() =
-        drop_negligible(d, std::move(ranked.front()), o.nonnegative, o.negligible, o.loss);
+  if (!ranked.empty()) {
+    Hypothesis lean = drop_negligible(d, ranked.front(), o.nonnegative, o.negligible, o.loss);
+    std::uint64_t met = 0;
+    for (const auto& f : lean.function.features)
+      if (const auto* t = std::get_if<CompoundTerm>(&f)) met |= requirements_met(*t, o);
+    if ((met & dict.required) == dict.required) ranked.front() = std::move(lean);
+  }
   return ranked;
 }
 

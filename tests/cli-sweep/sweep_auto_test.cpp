@@ -90,6 +90,22 @@ TEST(SweepAuto, PredictsTheTargetWithinToleranceFromSmallRunsWithinItsBudget) {
   EXPECT_NE(o.err.find("[auto " + std::to_string(rows.size()) + "] "), std::string::npos) << o.err;
 }
 
+// The helper's law is a product of two lines: stated so, the sweep's model says it was told,
+// and is that product.
+TEST(SweepAuto, StatedAxesReachTheModelItFits) {
+  TempDir dir;
+  const auto out = dir.file("axes.csv"), model = dir.file("model.json");
+  const Finished o =
+      auto_sweep(out, {"--axes", "batch=1,dim=1", "--budget-runs", "10", "--model-out", model});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string fitted = read_file(model);
+  EXPECT_NE(fitted.find("batch * dim\""), std::string::npos) << fitted;
+  std::string compact = fitted;
+  std::erase_if(compact, [](char c) { return c == ' ' || c == '\n'; });
+  EXPECT_NE(compact.find("\"axes\":{\"batch\":1,\"dim\":1}"), std::string::npos) << fitted;
+  EXPECT_NEAR(predicted_at_target(model) / measured_target_peak(dir), 1, 0.02) << o.err;
+}
+
 TEST(SweepAuto, StopsWhenTheRunBudgetIsSpentAndResumeGoesOn) {
   TempDir dir;
   const auto out = dir.file("auto.csv");
@@ -207,7 +223,10 @@ TEST(SweepAuto, UsageErrorsExitTwoBeforeRunningAnything) {
       {"--auto", "--tolerance", "-1%"},
       {"--auto", "--measure", "elapsed_s"},  // not memory
       {"--auto", "--repeat", "2"},
-      {"--toward", "mib=4"},  // without --auto
+      {"--auto", "--axes", "dim=3"},  // no such axis
+      {"--auto", "--axes", "mib=9"},  // not 1 to 4
+      {"--toward", "mib=4"},          // without --auto
+      {"--axes", "mib=1"},
   };
   for (const auto& args : bad) {
     std::vector<std::string> argv{MEMWATCH_BIN, "sweep", "--shim", STUB_PRELOAD,

@@ -67,6 +67,21 @@ TEST_F(Cli, FitPrintsFormulaErrorsAndBound) {
   EXPECT_NE(r.err.find("exit_status 137"), std::string::npos) << r.err;
 }
 
+TEST_F(Cli, FitTakesStatedAxesAndNamesWhatItCannotUse) {
+  const std::string data = sweep_file();
+  const Result stated = run("fit --input " + data + " --axes dim=3,batch=1");
+  ASSERT_EQ(stated.status, 0) << stated.err;
+  EXPECT_NE(stated.out.find("batch * dim^3 * filters"), std::string::npos) << stated.out;
+  const Result typo = run("fit --input " + data + " --axes dims=3");
+  EXPECT_EQ(typo.status, 1);
+  EXPECT_NE(typo.err.find("'dims'"), std::string::npos) << typo.err;
+  EXPECT_NE(typo.err.find(data), std::string::npos) << typo.err;
+  const Result unreadable = run("fit --input " + data + " --axes dim=three");
+  EXPECT_EQ(unreadable.status, 2);
+  EXPECT_NE(unreadable.err.find("--axes 'dim=three': expected PARAMETER=AXES"), std::string::npos)
+      << unreadable.err;
+}
+
 TEST_F(Cli, FitJsonFeedsPredict) {
   const std::string data = sweep_file();
   const Result fitted = run("fit --input " + data + " --json");

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <string>
 
 #include "memwatch/model/model.hpp"
@@ -146,6 +147,76 @@ TEST(Selection, PriorsRefuseDecreasingAndNonAffineForms) {
   Priors off;
   off.enabled = false;
   EXPECT_TRUE(respects_priors(falling, params, ranges, off));
+}
+
+TEST(Selection, StatedAxesSetAParametersDegreeAndRequireItsTopPower) {
+  const std::vector<double> exponents{0, 0.5, 1, 1.5, 2, 3};
+  Priors stated;
+  stated.axes = {{"pd", 1}, {"dim", 3}};
+  const auto shaped = prior_exponents({"batch", "pd", "dim"}, exponents, stated);
+  EXPECT_EQ(shaped[1], (std::vector<double>{0, 1}));
+  EXPECT_EQ(shaped[2], (std::vector<double>{0, 1, 2, 3}));
+
+  const std::vector<std::string> params{"batch", "dim"};
+  const std::vector<std::pair<double, double>> ranges{{1, 4}, {16, 48}};
+  Function planes;  // activations in dim^2 only: fine unless dim is stated to span 3 axes
+  planes.constant = 1e6;
+  planes.coefficients = {10};
+  planes.features = {CompoundTerm{{{0, 1, 0}, {1, 2, 0}}}};
+  EXPECT_TRUE(respects_priors(planes, params, ranges, Priors{}));
+  Priors cube;
+  cube.axes = {{"dim", 3}};
+  EXPECT_FALSE(respects_priors(planes, params, ranges, cube));
+  Function voxels = planes;
+  voxels.features = {CompoundTerm{{{0, 1, 0}, {1, 3, 0}}}};
+  EXPECT_TRUE(respects_priors(voxels, params, ranges, cube));
+  // A dim the runs never vary requires nothing of it.
+  EXPECT_TRUE(respects_priors(planes, params, {{1, 4}, {32, 32}}, cube));
+}
+
+// The second trainer of issue 13: its patch side `pd` spans one axis, a name no prior knows,
+// so a dozen runs jagging by 3% leave pd^(1/2) and pd^(3/2) forms credible beside batch·pd,
+// and their disagreement past the runs widens the bound. Stated, pd is a line: the bound at
+// 16x the runs' batch and 2.7x their patch still covers the truth, and is narrower.
+TEST(Selection, AStatedAxisNarrowsTheBoundPastTheRunsAndStillCoversTheTruth) {
+  const auto truth = [](const std::vector<double>& x) { return 7e7 + 3.3e6 * x[0] * x[1]; };
+  const std::vector<double> far{16, 128};
+  FitOptions stated;
+  stated.priors.axes = {{"pd", 1}};
+  std::vector<double> headroom_stated, headroom_unstated;
+  for (unsigned seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Dataset d = grid({"batch", "pd"}, {{1, 2, 3, 4}, {16, 32, 48}}, truth, 0.03, seed);
+    const Model with = fit(d, stated);
+    EXPECT_EQ(degree_in(with.parts.back().function, 1), 1) << with.describe();
+    const Prediction p = with.predict(with.parts.back(), far);
+    EXPECT_GE(p.upper, truth(far)) << with.describe();
+    headroom_stated.push_back(p.upper / truth(far) - 1);
+    const Model without = fit(d);
+    headroom_unstated.push_back(without.predict(without.parts.back(), far).upper / truth(far) - 1);
+  }
+  const auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  // Measured: a median headroom of 6.7% stated, 47% unstated.
+  EXPECT_LT(median(headroom_stated), 0.5 * median(headroom_unstated));
+}
+
+TEST(Selection, AxesStatedForNoParameterOfTheRunsAreRefusedByName) {
+  const Dataset d = grid({"batch", "dim"}, {{1, 2, 4}, {16, 32, 48}}, demo_law, 0.01, 1);
+  FitOptions typo;
+  typo.priors.axes = {{"dims", 3}};
+  try {
+    (void)fit(d, typo);
+    FAIL() << "fitted with axes stated for no parameter";
+  } catch (const FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("'dims'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("batch, dim"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_axes("dim=3,pd=1"), (std::map<std::string, int>{{"dim", 3}, {"pd", 1}}));
+  for (const char* bad : {"dim", "dim=0", "dim=5", "=3", "dim=3x", "dim=3,,pd"})
+    EXPECT_THROW((void)parse_axes(bad), std::invalid_argument) << bad;
 }
 
 TEST(Selection, OneStandardErrorRuleTakesTheSimplestAmongTheIndistinguishable) {

@@ -89,6 +89,7 @@ struct Model {
   std::vector<std::string> params;
   std::vector<std::string> categories;
   std::vector<SubModel> parts;
+  std::map<std::string, int> stated_axes;  // what the user stated it under (Priors::axes)
 
   // Throws std::invalid_argument for a missing or unknown parameter, or labels with no model.
   [[nodiscard]] Prediction predict(const Point& p) const;

@@ -5,7 +5,9 @@
 // only by a clear margin.
 #pragma once
 
+#include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,11 @@ struct Priors {
   // Spatial extents: whole exponents only (no dim^(3/2)).
   std::vector<std::string> integer_powers{"dim",  "depth", "height",     "width", "size",
                                           "edge", "side",  "resolution", "res"};
+  // What the user states (`--axes dim=3,pd=1`): a parameter that spans that many axes of the
+  // tensors (a cube's edge 3, one side of a patch 1, the batch 1). Memory is then a polynomial of
+  // that degree in it whose top power is present: the activations grow with the voxels, edge^3,
+  // so a dozen small runs cannot pick edge^2 for them. Overrules the name lists above.
+  std::map<std::string, int> axes;
   // A model must not decrease along any parameter over [min, reach * max] of the runs: the grid
   // extended to where it will be asked (a batch size 8x the largest measured, say).
   double reach = 8;
@@ -43,11 +50,22 @@ struct Priors {
     const std::vector<std::string>& params, const std::vector<double>& exponents,
     const Priors& priors);
 
+// Per parameter, the power a formula must carry it to: the stated axes of the parameters the
+// runs vary (`ranges`: training min, max); 0 where nothing is required.
+[[nodiscard]] std::vector<double> required_powers(
+    const std::vector<std::string>& params, const std::vector<std::pair<double, double>>& ranges,
+    const Priors& priors);
+
+// Stated axes from their text, "dim=3,pd=1" (each 1 to 4); throws std::invalid_argument saying
+// what was expected.
+[[nodiscard]] std::map<std::string, int> parse_axes(std::string_view text);
+
 // The index of the first affine (batch-like) parameter, or params.size() when there is none.
 [[nodiscard]] std::size_t batch_param(const std::vector<std::string>& params, const Priors& priors);
 
-// Whether `f` is affine in every affine parameter and non-decreasing in every parameter over
-// the runs' ranges extended to `priors.reach` times their maxima (checked numerically, at the
+// Whether `f` is affine in every affine parameter, carries each stated parameter to its top
+// power (a sum of terms, no GP tree, where any is stated), and non-decreasing in every parameter
+// over the runs' ranges extended to `priors.reach` times their maxima (checked numerically, at the
 // corners of the other parameters).
 [[nodiscard]] bool respects_priors(const Function& f, const std::vector<std::string>& params,
                                    const std::vector<std::pair<double, double>>& ranges,

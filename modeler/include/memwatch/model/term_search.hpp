@@ -18,6 +18,9 @@ struct TermSearchOptions {
   // Per parameter, when not empty: the exponents that parameter may carry instead (the priors'
   // affine batch and whole powers of a volume's edge, see priors.hpp).
   std::vector<std::vector<double>> param_exponents;
+  // Per parameter, when not empty: the power every hypothesis must carry it to, without a log (0:
+  // none), for parameters whose axes the user stated (priors.hpp).
+  std::vector<double> required_power;
   // Powers of log2(x) a factor may carry besides x^i; {0} disables log factors.
   std::vector<int> log_exponents{0};
   std::size_t max_terms = 4;      // K
@@ -27,6 +30,7 @@ struct TermSearchOptions {
   // Pairs of a term and its parent (one factor dropped) per forward step that join the pool:
   // together they give the factor an offset, which neither gives alone.
   std::size_t pairs_per_step = 2;
+  std::size_t required_per_step = 2;  // terms carrying a required power, per forward step
   std::size_t refit_limit = 256;  // pool subsets fitted properly (sign checks, exact costs)
   std::size_t refit_per_size = 4;  // and at least this many of each size
   bool swaps = true;  // improve the best subset of each size by swaps against the dictionary
