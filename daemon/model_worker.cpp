@@ -15,14 +15,15 @@ double unix_now() {
 }
 
 // Fits every target the workload has data for and stores the models; returns what happened.
-std::string refit(Store& store, const std::string& workload) {
+std::string refit(Store& store, const std::string& workload,
+                  const std::map<std::string, int>& axes) {
   // Another daemon on a shared store may be fitting it: this fit waits, then takes its runs too.
   const auto claim = store.claim_workload(workload);
   const std::vector<Run> runs = store.runs(workload);
   std::string summary;
   for (const char* target : {kHostTarget, kDeviceTarget}) {
     std::string why;
-    const auto m = fit_runs(runs, target, why);
+    const auto m = fit_runs(runs, target, why, axes);
     if (!m) {
       if (std::string(target) == kHostTarget) summary += std::string(target) + ": " + why + "; ";
       continue;
@@ -41,8 +42,8 @@ std::string refit(Store& store, const std::string& workload) {
 
 }  // namespace
 
-ModelWorker::ModelWorker(std::string db_path)
-    : db_path_(std::move(db_path)), thread_([this] { run(); }) {}
+ModelWorker::ModelWorker(std::string db_path, std::map<std::string, int> axes)
+    : db_path_(std::move(db_path)), axes_(std::move(axes)), thread_([this] { run(); }) {}
 
 ModelWorker::~ModelWorker() {
   {
@@ -95,7 +96,7 @@ void ModelWorker::run() {
     std::string outcome;
     try {
       if (!store) store = std::make_unique<Store>(db_path_);
-      outcome = refit(*store, workload);
+      outcome = refit(*store, workload, axes_);
     } catch (const std::exception& e) {
       outcome = std::string("refit failed: ") + e.what();
     }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -15,7 +16,8 @@ namespace memwatch::daemon {
 
 class ModelWorker {
  public:
-  explicit ModelWorker(std::string db_path);
+  // `axes`: what memwatchd --axes states, for every fit.
+  ModelWorker(std::string db_path, std::map<std::string, int> axes);
   ~ModelWorker();
   ModelWorker(const ModelWorker&) = delete;
   ModelWorker& operator=(const ModelWorker&) = delete;
@@ -31,6 +33,7 @@ class ModelWorker {
   void run();
 
   std::string db_path_;
+  std::map<std::string, int> axes_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;

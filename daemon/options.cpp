@@ -9,9 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "memwatch/model/priors.hpp"
 #include "memwatch/protocol/endpoints.hpp"
 #include "memwatch/protocol/private_dir.hpp"
 #include "metrics_server.hpp"
@@ -232,6 +234,18 @@ const DaemonOption kOptions[] = {
      },
      "... or its growth is on course to within this many seconds (0: never)",
      [] { return std::string("30"); }},
+    {"--axes", "", "P=K,...",
+     [](Options& o, const std::string& v) {
+       try {
+         o.axes = model::parse_axes(v);
+       } catch (const std::invalid_argument& e) {
+         return std::string(e.what());
+       }
+       return std::string();
+     },
+     "in every workload with a parameter P, P spans K axes of the trainer's tensors (dim=3 for "
+     "a cube's edge): its models are polynomials of degree K in P that carry P^K",
+     nullptr},
 };
 
 const DaemonOption* find_option(std::string_view flag) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -22,6 +23,8 @@ struct Options {
   bool insecure_network = false;  // a tcp endpoint beyond loopback without CURVE is allowed
   bool foreground = false;
   protocol::WatchSettings watch;  // the running shims' capacity warnings
+  // --axes: the tensor axes a parameter spans, in every workload that has it (model/priors.hpp)
+  std::map<std::string, int> axes;
 };
 
 // Parses argv; on a bad or missing value, or a tcp endpoint open to the network without CURVE

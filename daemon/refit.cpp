@@ -41,14 +41,18 @@ model::Dataset dataset_of(const std::vector<Run>& runs, const std::string& targe
 }
 
 std::optional<model::Model> fit_runs(const std::vector<Run>& runs, const std::string& target,
-                                     std::string& why) {
+                                     std::string& why, const std::map<std::string, int>& axes) {
   const model::Dataset d = dataset_of(runs, target);
   if (d.rows.empty()) {
     why = "no finished run with a non-zero " + target;
     return std::nullopt;
   }
+  model::FitOptions options;
+  for (const auto& [name, count] : axes)
+    if (std::find(d.params.begin(), d.params.end(), name) != d.params.end())
+      options.priors.axes[name] = count;
   try {
-    return model::fit(d);
+    return model::fit(d, options);
   } catch (const model::FitError& e) {
     why = e.what();
   } catch (const std::exception& e) {

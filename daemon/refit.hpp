@@ -2,6 +2,7 @@
 // parameters they all carry, fitted by the modeler. Pure: no I/O, no sockets.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,7 +21,8 @@ inline constexpr const char* kDeviceTarget = protocol::kDevicePeakTarget;
 model::Dataset dataset_of(const std::vector<Run>& runs, const std::string& target);
 
 // The model, or nullopt (with `why`) when the runs are too few or all zero for this target.
+// `axes`: the tensor axes stated for parameters (memwatchd --axes), used where the runs have them.
 std::optional<model::Model> fit_runs(const std::vector<Run>& runs, const std::string& target,
-                                     std::string& why);
+                                     std::string& why, const std::map<std::string, int>& axes = {});
 
 }  // namespace memwatch::daemon

@@ -88,7 +88,7 @@ Server::Server(const Options& options, std::optional<CurveServerKeys> curve)
       ingest_(context_, zmq::socket_type::router),
       events_(context_, zmq::socket_type::pub),
       models_(store_),
-      worker_(options.store),
+      worker_(options.store, options.axes),
       host_(this_host()),
       started_(unix_now()) {
   store_.leave_checkpoints_to_others();

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,15 @@ TEST(DaemonOptions, TheQueueAndItsLimit) {
         error,
         std::string("--queue-limit: expected a number of samples like 1000000, got '") + bad + "'");
   }
+}
+
+TEST(DaemonOptions, StatedAxes) {
+  std::string error;
+  const auto set = parse({"--axes", "dim=3,pd=1"}, error);
+  ASSERT_TRUE(set) << error;
+  EXPECT_EQ(set->axes, (std::map<std::string, int>{{"dim", 3}, {"pd", 1}}));
+  EXPECT_FALSE(parse({"--axes", "dim=cube"}, error));
+  EXPECT_NE(error.find("--axes: 'dim=cube': expected PARAMETER=AXES"), std::string::npos) << error;
 }
 
 }  // namespace

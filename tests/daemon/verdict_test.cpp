@@ -57,6 +57,36 @@ class VerdictTest : public ::testing::Test {
   ModelCache models_{store_};
 };
 
+// memwatchd --axes: a workload with the stated parameter is fitted under it, and says so in its
+// model; a stated parameter the workload lacks is no error.
+TEST(RefitTest, StatedAxesApplyToTheWorkloadsThatHaveTheParameter) {
+  test::TempDir dir;
+  Store store(dir.file("a.db"));
+  for (int batch : {1, 2, 3, 4})
+    for (int pd : {16, 32, 48}) {
+      protocol::Hello h;
+      h.workload = "patches";
+      h.params = {{"batch", batch}, {"pd", pd}};
+      protocol::Bye b;
+      const double jag = 1 + 0.03 * ((batch * 7 + pd) % 5 - 2) / 2;
+      b.host_peak_bytes = static_cast<std::int64_t>((7e7 + 3.3e6 * batch * pd) * jag);
+      store.finish_run(store.begin_run(h, 1), b);
+    }
+  std::string why;
+  const auto stated = fit_runs(store.runs("patches"), kHostTarget, why, {{"pd", 1}, {"dim", 3}});
+  ASSERT_TRUE(stated) << why;
+  EXPECT_EQ(stated->stated_axes, (std::map<std::string, int>{{"pd", 1}}));
+  std::vector<double> pd_exponents;
+  for (const auto& feature : stated->parts.back().function.features)
+    for (const auto& factor : std::get<model::CompoundTerm>(feature).factors)
+      if (factor.param == 1) pd_exponents.push_back(factor.exponent);
+  EXPECT_FALSE(pd_exponents.empty()) << stated->describe();
+  for (double e : pd_exponents) EXPECT_EQ(e, 1) << stated->describe();
+  const auto unstated = fit_runs(store.runs("patches"), kHostTarget, why);
+  ASSERT_TRUE(unstated) << why;
+  EXPECT_TRUE(unstated->stated_axes.empty());
+}
+
 TEST_F(VerdictTest, TheDeviceModelIsRefittedFromDevicePeaks) {
   const auto m = models_.find("grows", kDeviceTarget);
   ASSERT_NE(m, nullptr);
