@@ -25,8 +25,8 @@ double reach_along(const Function& f, std::span<const double> x, std::size_t p, 
 }
 
 ParamCheck check_param(const Dataset& d, const Function& f, std::size_t p, bool nonnegative,
-                       Loss loss) {
-  ParamCheck check{.param = p};
+                       Loss loss, double loo_mape) {
+  ParamCheck check{.param = p, .miss_per_reach = loo_mape};
   std::set<double> values;
   for (const auto& row : d.rows) values.insert(row.x[p]);
   check.top = values.empty() ? 0 : *values.rbegin();
@@ -65,6 +65,7 @@ ParamCheck check_param(const Dataset& d, const Function& f, std::size_t p, bool 
   // The upper quartile: a slope that grows shows in most held-out runs (the larger ones most),
   // a jag in one; with four held-out runs or fewer it is the worst.
   check.held_out = rates.size();
+  check.miss_per_reach = rates.empty() ? loo_mape : 0;
   if (!rates.empty()) {
     std::sort(rates.begin(), rates.end());
     const auto rank = static_cast<std::size_t>(std::ceil(0.75 * static_cast<double>(rates.size())));
@@ -77,14 +78,16 @@ ParamCheck check_param(const Dataset& d, const Function& f, std::size_t p, bool 
 
 PastTheRuns ExtrapolationCheck::at(const Function& f, std::span<const double> x) const {
   double largest_rate = 0;
-  for (const auto& c : params) largest_rate = std::max(largest_rate, c.miss_per_reach);
+  for (const auto& c : params)
+    if (c.held_out > 0) largest_rate = std::max(largest_rate, c.miss_per_reach);
   PastTheRuns past;
   double widening = 0;
   for (const auto& c : params) {
     if (c.param >= x.size()) continue;
     const double reach = reach_along(f, x, c.param, c.top);
     past.reach += reach;
-    widening += (c.held_out > 0 ? c.miss_per_reach : largest_rate) * reach;
+    const double unchecked = c.affine ? largest_rate : std::max(largest_rate, c.miss_per_reach);
+    widening += (c.held_out > 0 ? c.miss_per_reach : unchecked) * reach;
     if (!c.affine && reach > std::max(2 * c.checked_reach, kMinReach)) past.vouched = false;
   }
   const double value = f.evaluate(x);
@@ -93,11 +96,11 @@ PastTheRuns ExtrapolationCheck::at(const Function& f, std::span<const double> x)
 }
 
 ExtrapolationCheck check_extrapolation(const Dataset& d, const Function& f, bool nonnegative,
-                                       Loss loss) {
+                                       Loss loss, double loo_mape) {
   ExtrapolationCheck check;
   if (f.features.empty()) return check;
   for (std::size_t p = 0; p < d.params.size(); ++p)
-    check.params.push_back(check_param(d, f, p, nonnegative, loss));
+    check.params.push_back(check_param(d, f, p, nonnegative, loss, loo_mape));
   return check;
 }
 

@@ -121,7 +121,7 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   part.bound = final_fit ? make_bound(*final_fit, d, options.bound_level, part.slices) : Bound{};
   if (final_fit)
     part.bound.extrapolation =
-        check_extrapolation(d, part.function, terms.nonnegative, options.loss);
+        check_extrapolation(d, part.function, terms.nonnegative, options.loss, part.loo_mape);
   if (options.priors.enabled && !overruled) {
     const std::size_t batch = batch_param(d.params, options.priors);
     for (ParamCheck& c : part.bound.extrapolation.params) c.affine = c.param == batch;
@@ -284,11 +284,18 @@ std::string Model::describe() const {
                       "                past %s = %g, widened by %.2f%% per e-fold (the upper "
                       "quartile of %zu run(s) at %g predicted without them)\n",
                       params[c.param].c_str(), c.top, c.miss_per_reach * 100, c.held_out, c.top);
-      else
+      else if (c.affine)
         std::snprintf(buf, sizeof buf,
                       "                past %s = %g: not checked (fewer than three values, too few "
                       "runs below it, or none %.0f%% past them): the largest rate\n",
                       params[c.param].c_str(), c.top, std::expm1(kMinReach) * 100);
+      else
+        std::snprintf(buf, sizeof buf,
+                      "                past %s = %g: not checked (fewer than three values, too few "
+                      "runs below it, or none %.0f%% past them): the largest rate, at least "
+                      "%.2f%% per e-fold (the leave-one-out MAPE)\n",
+                      params[c.param].c_str(), c.top, std::expm1(kMinReach) * 100,
+                      c.miss_per_reach * 100);
       s += buf;
     }
     if (!part.slices.empty())

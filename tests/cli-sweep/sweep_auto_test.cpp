@@ -171,26 +171,37 @@ TEST(SweepAuto, ATargetFurtherPastTheRunsThanTheyCheckIsNotVouchedForAndNeverEnd
       << o.out;
 }
 
+// sweep --auto toward dim=192, batch=8 over dim 32-128 x batch 1-8 of a GPU trainer's device
+// peaks (bench/data/unet3d-py-cuda.csv, in MiB over 16): peaks[d][b] is the MiB held at dim
+// 32, 64, 96, 128 (d) and batch 1, 2, 4, 8 (b); `extra` are more sweep options.
+Finished sweep_gpu_peaks(const TempDir& dir, const std::vector<std::vector<int>>& peaks,
+                         std::vector<std::string> extra = {}) {
+  const std::string script = dir.file("jagged.sh");
+  std::ofstream table(script);
+  table << "#!/bin/sh\ncase \"$1x$2\" in\n";
+  const int dims[] = {32, 64, 96, 128}, batches[] = {1, 2, 4, 8};
+  for (std::size_t d = 0; d < peaks.size(); ++d)
+    for (std::size_t b = 0; b < peaks[d].size(); ++b)
+      table << dims[d] << "x" << batches[b] << ") m=" << peaks[d][b] << ";;\n";
+  table << "*) exit 2;;\nesac\nexec " SWEEP_HELPER " \"$m\"\n";
+  table.close();
+  fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
+  std::vector<std::string> argv{
+      MEMWATCH_BIN,         "sweep",    "--auto",          "--shim", SHIM_PATH,          "--out",
+      dir.file("auto.csv"), "--toward", "dim=192,batch=8", "--grid", "dim=32,64,96,128", "--grid",
+      "batch=1,2,4,8"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  for (const std::string word : {"--", script.c_str(), "{dim}", "{batch}"}) argv.push_back(word);
+  return run(argv);
+}
+
 // A GPU trainer's peaks (bench/data/unet3d-py-cuda.csv, levels 5, F=16, in MiB over 16) jag by
 // +-10% from shape to shape: from runs up to 64^3 the law flips from one fit to the next, and the
 // sweep's line says the last run moved the prediction, beside the unvouched bound.
 TEST(SweepAuto, ALawTheLastRunChangedIsNotSettledAndTheLineSaysSo) {
   TempDir dir;
-  const std::string script = dir.file("jagged.sh");
-  std::ofstream(script) << "#!/bin/sh\n"
-                           "case \"$1x$2\" in\n"
-                           "32x1) m=8;; 32x2) m=11;; 32x4) m=15;; 32x8) m=27;;\n"
-                           "64x1) m=27;; 64x2) m=51;; 64x4) m=107;; 64x8) m=209;;\n"
-                           "96x1) m=73;; 96x2) m=143;; 96x4) m=281;; 96x8) m=592;;\n"
-                           "128x1) m=192;; 128x2) m=401;; 128x4) m=797;; 128x8) m=1589;;\n"
-                           "*) exit 2;;\n"
-                           "esac\n"
-                           "exec " SWEEP_HELPER " \"$m\"\n";
-  fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
-  const Finished o =
-      run({MEMWATCH_BIN, "sweep", "--auto", "--shim", SHIM_PATH, "--out", dir.file("auto.csv"),
-           "--toward", "dim=192,batch=8", "--grid", "dim=32,64,96,128", "--grid", "batch=1,2,4,8",
-           "--", script, "{dim}", "{batch}"});
+  const Finished o = sweep_gpu_peaks(
+      dir, {{8, 11, 15, 27}, {27, 51, 107, 209}, {73, 143, 281, 592}, {192, 401, 797, 1589}});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out.find("the bound is within"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("the last run moved the prediction by "), std::string::npos) << o.out;
@@ -207,22 +218,10 @@ TEST(SweepAuto, ALawTheLastRunChangedIsNotSettledAndTheLineSaysSo) {
 // less, and is the one taken.
 TEST(SweepAuto, TheLargerRunsLawGivesWayWhereEveryRunsLawExtrapolatesBetter) {
   TempDir dir;
-  const std::string script = dir.file("jagged.sh");
-  std::ofstream(script) << "#!/bin/sh\n"
-                           "case \"$1x$2\" in\n"
-                           "32x1) m=4;; 32x2) m=7;; 32x4) m=13;; 32x8) m=25;;\n"
-                           "64x1) m=23;; 64x2) m=53;; 64x4) m=106;; 64x8) m=207;;\n"
-                           "96x1) m=71;; 96x2) m=140;; 96x4) m=278;; 96x8) m=586;;\n"
-                           "128x1) m=190;; 128x2) m=397;; 128x4) m=791;; 128x8) m=1580;;\n"
-                           "*) exit 2;;\n"
-                           "esac\n"
-                           "exec " SWEEP_HELPER " \"$m\"\n";
-  fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
   const auto model = dir.file("model.json");
-  const Finished o =
-      run({MEMWATCH_BIN, "sweep", "--auto", "--shim", SHIM_PATH, "--out", dir.file("auto.csv"),
-           "--model-out", model, "--toward", "dim=192,batch=8", "--grid", "dim=32,64,96,128",
-           "--grid", "batch=1,2,4,8", "--", script, "{dim}", "{batch}"});
+  const Finished o = sweep_gpu_peaks(
+      dir, {{4, 7, 13, 25}, {23, 53, 106, 207}, {71, 140, 278, 586}, {190, 397, 791, 1580}},
+      {"--model-out", model});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const Finished p = run({MEMWATCH_BIN, "predict", "--model", model, "dim=192", "batch=8"});
   ASSERT_EQ(p.exit_code, 0) << p.err;
