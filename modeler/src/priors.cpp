@@ -99,7 +99,10 @@ std::map<std::string, int> parse_axes(std::string_view text) {
       throw std::invalid_argument("'" + std::string(item) +
                                   "': expected PARAMETER=AXES, the number of tensor axes the "
                                   "parameter spans, 1 to 4 (dim=3 for a cube's edge, batch=1)");
-    axes[std::string(item.substr(0, eq))] = count[0] - '0';
+    const std::string name(item.substr(0, eq));
+    if (axes.contains(name))
+      throw std::invalid_argument("'" + name + "' is stated twice: one number of axes each");
+    axes[name] = count[0] - '0';
   }
   return axes;
 }

@@ -215,7 +215,7 @@ TEST(Selection, AxesStatedForNoParameterOfTheRunsAreRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("batch, dim"), std::string::npos) << e.what();
   }
   EXPECT_EQ(parse_axes("dim=3,pd=1"), (std::map<std::string, int>{{"dim", 3}, {"pd", 1}}));
-  for (const char* bad : {"dim", "dim=0", "dim=5", "=3", "dim=3x", "dim=3,,pd"})
+  for (const char* bad : {"dim", "dim=0", "dim=5", "=3", "dim=3x", "dim=3,,pd", "dim=3,dim=2"})
     EXPECT_THROW((void)parse_axes(bad), std::invalid_argument) << bad;
 }
 
