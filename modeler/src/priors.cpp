@@ -100,9 +100,8 @@ std::map<std::string, int> parse_axes(std::string_view text) {
                                   "': expected PARAMETER=AXES, the number of tensor axes the "
                                   "parameter spans, 1 to 4 (dim=3 for a cube's edge, batch=1)");
     const std::string name(item.substr(0, eq));
-    if (axes.contains(name))
+    if (!axes.try_emplace(name, count[0] - '0').second)
       throw std::invalid_argument("'" + name + "' is stated twice: one number of axes each");
-    axes[name] = count[0] - '0';
   }
   return axes;
 }
