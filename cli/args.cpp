@@ -78,4 +78,14 @@ double parse_number(std::string_view text, std::string_view what) {
   return v;
 }
 
+std::size_t parse_count(std::string_view text, std::string_view what, std::size_t lo,
+                        std::size_t hi) {
+  std::size_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
+    throw UsageError(std::string(what) + ": expected a whole number from " + std::to_string(lo) +
+                     " to " + std::to_string(hi) + ", got '" + std::string(text) + "'");
+  return v;
+}
+
 }  // namespace memwatch::cli

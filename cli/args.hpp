@@ -39,4 +39,8 @@ class Args {
 // Parses a number with nothing trailing; throws UsageError naming `what` otherwise.
 double parse_number(std::string_view text, std::string_view what);
 
+// Parses a whole number from `lo` to `hi`; throws UsageError naming `what` and the range otherwise.
+std::size_t parse_count(std::string_view text, std::string_view what, std::size_t lo,
+                        std::size_t hi);
+
 }  // namespace memwatch::cli

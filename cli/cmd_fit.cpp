@@ -25,15 +25,25 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+// Powers 0..j of log2(x) a factor may carry.
+std::vector<int> log_powers(std::size_t j) {
+  std::vector<int> powers(j + 1);
+  for (std::size_t k = 0; k <= j; ++k) powers[k] = static_cast<int>(k);
+  return powers;
+}
+
 constexpr const char* usage =
     "usage: memwatch fit --input FILE [--target COLUMN] [--params a,b,...] [--json]\n"
-    "                    [--terms K] [--exponents 0,0.5,1,...] [--log] [--gp auto|always|never]\n"
-    "                    [--level 0.95] [--regimes 2] [--formula-only] [--axes dim=3,...]\n"
+    "                    [--terms K] [--exponents 0,0.5,1,...] [--log | --log-power J]\n"
+    "                    [--factors F] [--gp auto|always|never] [--level 0.95] [--regimes 2]\n"
+    "                    [--formula-only] [--axes dim=3,...]\n"
     "FILE is CSV with a header (parameters, then the target) or JSON Lines\n"
     "{\"params\":{...},\"value\":N}. The target defaults to device_peak_bytes where every\n"
     "run used a device, else host_peak_bytes when the header has it, else the last column; the\n"
     "parameters default to every other column except a sweep's measurement columns. Columns of\n"
     "words (fp32, bf16) split the runs into separate models.\n"
+    "--log: a factor may carry log2(x); --log-power J: up to log2(x)^J (Extra-P's: 2).\n"
+    "--factors F: parameters a term may multiply together (default 3; up to 6).\n"
     "--regimes N: cut the runs at up to N nested breaks where one formula cannot follow them\n"
     "(0: never).\n"
     "--formula-only: predict by the formula alone, without correcting a configuration's batch\n"
@@ -44,9 +54,10 @@ constexpr const char* usage =
 }  // namespace
 
 int cmd_fit(std::span<char* const> argv) {
-  const Args args(
-      argv, {"input", "target", "params", "terms", "exponents", "gp", "level", "regimes", "axes"},
-      {"json", "log", "formula-only", "help"});
+  const Args args(argv,
+                  {"input", "target", "params", "terms", "exponents", "log-power", "factors", "gp",
+                   "level", "regimes", "axes"},
+                  {"json", "log", "formula-only", "help"});
   if (args.flag("help")) {
     std::puts(usage);
     return 0;
@@ -59,12 +70,7 @@ int cmd_fit(std::span<char* const> argv) {
   table.target = args.value("target").value_or("");
   if (auto p = args.value("params")) table.params = split_list(*p);
   model::FitOptions options;
-  if (auto k = args.value("terms")) {
-    const double terms = parse_number(*k, "--terms");
-    if (terms < 1 || terms > 6 || terms != static_cast<int>(terms))
-      throw UsageError("--terms: expected a whole number from 1 to 6");
-    options.terms.max_terms = static_cast<std::size_t>(terms);
-  }
+  if (auto k = args.value("terms")) options.terms.max_terms = parse_count(*k, "--terms", 1, 6);
   if (auto e = args.value("exponents")) {
     options.terms.exponents = {0};
     for (const auto& item : split_list(*e)) {
@@ -73,6 +79,10 @@ int cmd_fit(std::span<char* const> argv) {
     }
   }
   if (args.flag("log")) options.terms.log_exponents = {0, 1};
+  if (auto j = args.value("log-power"))
+    options.terms.log_exponents = log_powers(parse_count(*j, "--log-power", 1, 3));
+  if (auto f = args.value("factors"))
+    options.terms.max_factors = parse_count(*f, "--factors", 1, 6);
   if (args.flag("formula-only")) options.batch_slices = false;
   if (auto axes = args.value("axes")) options.priors.axes = axes_option(*axes);
   if (auto gp = args.value("gp")) {
@@ -83,12 +93,8 @@ int cmd_fit(std::span<char* const> argv) {
     else if (*gp != "auto")
       throw UsageError("--gp: expected auto, always or never");
   }
-  if (auto depth = args.value("regimes")) {
-    const double d = parse_number(*depth, "--regimes");
-    if (d < 0 || d > 3 || d != static_cast<int>(d))
-      throw UsageError("--regimes: expected a whole number from 0 (one formula) to 3");
-    options.split_depth = static_cast<std::size_t>(d);
-  }
+  if (auto depth = args.value("regimes"))
+    options.split_depth = parse_count(*depth, "--regimes", 0, 3);
   if (auto level = args.value("level")) {
     options.bound_level = parse_number(*level, "--level");
     if (options.bound_level <= 0 || options.bound_level >= 1)

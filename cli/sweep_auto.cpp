@@ -232,9 +232,7 @@ AutoSettings read_auto_settings(const Args& args, const SweepSettings& s) {
   AutoSettings a;
   a.target = read_target(args, s);
   if (auto n = args.value("budget-runs")) {
-    const double v = parse_number(*n, "--budget-runs");
-    if (v < 1 || v != std::floor(v)) throw UsageError("--budget-runs must be a positive integer");
-    a.budget_runs = static_cast<std::size_t>(v);
+    a.budget_runs = parse_count(*n, "--budget-runs", 1, 1'000'000);
   } else if (args.value("budget-minutes")) {
     a.budget_runs = static_cast<std::size_t>(-1);  // the minutes alone bound the sweep
   }

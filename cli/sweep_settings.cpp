@@ -37,12 +37,7 @@ SweepSettings read_sweep_settings(const Args& args) {
   }
   s.out = args.required("out");
   s.resume = args.flag("resume");
-  if (auto r = args.value("repeat")) {
-    double v = parse_number(*r, "--repeat");
-    if (v < 1 || v != std::floor(v) || v > 1e6)
-      throw UsageError("--repeat must be a positive integer");
-    s.repeat = static_cast<std::size_t>(v);
-  }
+  if (auto r = args.value("repeat")) s.repeat = parse_count(*r, "--repeat", 1, 1'000'000);
   if (auto t = args.value("timeout")) {
     s.timeout_s = parse_number(*t, "--timeout");
     if (*s.timeout_s <= 0) throw UsageError("--timeout must be positive");

@@ -2,7 +2,8 @@
 """Wall time of `memwatch fit` on 4 and 5 parameters where every stage runs: U-net-shaped sweeps
 with 3% noise (above the 0.5% that triggers the GP and the regime search), one with a break at
 batch 1 at 0.5% noise, and a fifth parameter (workers, 50 MB each). Default options, then
---regimes 2 and --log. Prints one line per file and options: the best of --repeat runs.
+--regimes 2, --log, --log-power 2 and --factors 4. Prints one line per file and options: the best
+of --repeat runs.
 """
 import argparse
 import itertools
@@ -47,7 +48,8 @@ def main():
         for name, (names, grid, law, noise) in files.items():
             path = os.path.join(tmp, "runs.csv")
             write(path, names, grid, law, noise, rng)
-            for options in ([], ["--regimes", "2"], ["--log"]):
+            for options in ([], ["--regimes", "2"], ["--log"], ["--log-power", "2"],
+                            ["--factors", "4"]):
                 best = float("inf")
                 for _ in range(args.repeat):
                     start = time.perf_counter()

@@ -83,9 +83,19 @@ Dictionary weighted_dictionary(const Dataset& d, const VectorXd& y, const TermSe
   const Index n = y.size();
   VectorXd probe(n);
   for (Index i = 0; i < n; ++i) probe(i) = std::sin(1.0 + 0.7 * static_cast<double>(i));
+  // Each factor's values over the runs, once: a term's column is their product (the dictionary
+  // has hundreds of thousands of terms with --log-power or --factors, of a few dozen factors).
+  std::map<SimpleTerm, VectorXd> factor_columns;
+  const auto factor_column = [&](const SimpleTerm& f) -> const VectorXd& {
+    auto [at, inserted] = factor_columns.try_emplace(f, n);
+    if (inserted)
+      for (Index i = 0; i < n; ++i) at->second(i) = f.evaluate(d.rows[i].x);
+    return at->second;
+  };
   for (auto& t : all) {
-    VectorXd c(n);
-    for (Index i = 0; i < n; ++i) c(i) = t.evaluate(d.rows[i].x) / y(i);
+    VectorXd c = VectorXd::Ones(n);
+    for (const SimpleTerm& f : t.factors) c.array() *= factor_column(f).array();
+    c.array() /= y.array();
     const double norm = c.norm();
     if (!std::isfinite(norm) || norm <= 0) continue;
     c /= norm;

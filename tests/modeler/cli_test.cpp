@@ -2,6 +2,7 @@
 // statuses and messages.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -80,6 +81,33 @@ TEST_F(Cli, FitTakesStatedAxesAndNamesWhatItCannotUse) {
   EXPECT_EQ(unreadable.status, 2);
   EXPECT_NE(unreadable.err.find("--axes 'dim=three': expected PARAMETER=AXES"), std::string::npos)
       << unreadable.err;
+}
+
+TEST_F(Cli, FitWidensItsDictionaryToExtraPsForms) {
+  std::string logs = "x,y,v\n", products = "a,b,c,d,v\n";
+  for (int x : {4, 8, 16, 32, 64})
+    for (int y : {2, 4, 8, 16, 32})
+      logs += std::to_string(x) + "," + std::to_string(y) + "," +
+              std::to_string(1e6 + 500.0 * x * std::pow(std::log2(y), 2)) + "\n";
+  for (int a : {1, 2, 3, 4})
+    for (int b : {2, 4, 8})
+      for (int c : {1, 2, 4})
+        for (int d : {3, 5, 7})
+          products += std::to_string(a) + "," + std::to_string(b) + "," + std::to_string(c) + "," +
+                      std::to_string(d) + "," + std::to_string(100 + 3 * a * b * c * d) + "\n";
+  const Result squared = run("fit --input " + write("logs.csv", logs) + " --log-power 2");
+  ASSERT_EQ(squared.status, 0) << squared.err;
+  EXPECT_NE(squared.out.find("v = 1e+06 + 500 * x * log2(y)^2\n"), std::string::npos)
+      << squared.out;
+  const std::string products_file = write("products.csv", products);
+  const Result four = run("fit --input " + products_file + " --factors 4");
+  ASSERT_EQ(four.status, 0) << four.err;
+  EXPECT_NE(four.out.find("v = 100 + 3 * a * b * c * d\n"), std::string::npos) << four.out;
+  for (const char* bad : {"--factors 0", "--factors 2.5", "--log-power 4"}) {
+    const Result refused = run("fit --input " + products_file + " " + bad);
+    EXPECT_EQ(refused.status, 2) << bad;
+    EXPECT_NE(refused.err.find("expected a whole number from "), std::string::npos) << refused.err;
+  }
 }
 
 TEST_F(Cli, FitJsonFeedsPredict) {

@@ -233,5 +233,49 @@ TEST(Recovery, NoNegativeTermOnFewRuns) {
       EXPECT_GE(c, 0) << part.function.to_string(d.params);
 }
 
+// Extra-P's forms the default dictionary cannot hold: log2(y)² (`--log-power 2`) and a product of
+// four parameters (`--factors 4`). Each comes back as one term when allowed and predicts far past
+// the runs. Without log2(y)², a polynomial in y fits the runs and runs off past them (measured:
+// 1e6 times the truth at the far point); the product's runs hand a GP tree most of it (0.4%).
+TEST(Recovery, ASquaredLogAndAFourParameterProductComeBackWhenAllowed) {
+  struct Case {
+    Dataset runs;
+    std::function<double(const std::vector<double>&)> truth;
+    CompoundTerm law;
+    std::vector<double> far;
+    FitOptions allowed;
+    double far_miss_by_default = 0;  // at least
+  };
+  std::vector<Case> cases(2);
+  cases[0].truth = [](const std::vector<double>& x) {
+    return 2e6 + 500 * x[0] * std::pow(std::log2(x[1]), 2);
+  };
+  cases[0].runs =
+      grid({"x", "y"}, {{4, 8, 16, 32, 64}, {2, 4, 8, 16, 32}}, cases[0].truth, 0.002, 3);
+  cases[0].law = term({{0, 1, 0}, {1, 0, 2}});
+  cases[0].far = {512, 4096};
+  cases[0].allowed.terms.log_exponents = {0, 1, 2};
+  cases[0].far_miss_by_default = 0.1;
+  cases[1].truth = [](const std::vector<double>& x) {
+    return 1e6 + 3e3 * x[0] * x[1] * x[2] * x[3];
+  };
+  cases[1].runs = grid({"a", "b", "c", "d"}, {{1, 2, 3, 4}, {2, 4, 8}, {1, 2, 4}, {3, 5, 7}},
+                       cases[1].truth, 0.002, 4);
+  cases[1].law = term({{0, 1, 0}, {1, 1, 0}, {2, 1, 0}, {3, 1, 0}});
+  cases[1].far = {16, 32, 16, 28};
+  cases[1].allowed.terms.max_factors = 4;
+  for (const Case& c : cases) {
+    const auto miss_far = [&](const Model& m) {
+      return std::abs(m.predict(m.parts.front(), c.far).value / c.truth(c.far) - 1);
+    };
+    const Model allowed = fit(c.runs, c.allowed);
+    const Function& f = allowed.parts.front().function;
+    EXPECT_EQ(f.features.size(), 1u) << f.to_string(c.runs.params);
+    EXPECT_TRUE(coefficient(f, c.law)) << f.to_string(c.runs.params);
+    EXPECT_LT(miss_far(allowed), 0.01) << f.to_string(c.runs.params);
+    EXPECT_GE(miss_far(fit(c.runs)), c.far_miss_by_default);
+  }
+}
+
 }  // namespace
 }  // namespace memwatch::model
