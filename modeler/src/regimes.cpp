@@ -169,11 +169,13 @@ std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options, s
   const double target = options.split_gain * whole.loo_mape;
   Screener screener{options, shaped_terms(d, options), options.min_regime_runs};
   // Screening only ranks the cuts (the best is fitted properly): a pool of 12 terms has 793
-  // subsets of up to 4 where 26 have 17901, and the swaps are left to the proper fit.
+  // subsets of up to 4 where 26 have 17901, and the swaps and the search of sums on their own
+  // are left to the proper fit.
   screener.terms.refit_limit = std::min<std::size_t>(screener.terms.refit_limit, 16);
   screener.terms.pool_limit = std::min<std::size_t>(screener.terms.pool_limit, 12);
   screener.terms.keep_per_step = std::min<std::size_t>(screener.terms.keep_per_step, 3);
   screener.terms.swaps = false;
+  screener.terms.sums_apart = false;
   // The prior's cut needs no three runs per coefficient on its side (a dozen runs have three at
   // batch 1), but pays the same margin as any other.
   if (const auto prior = batch_one_cut(d, options.priors);

@@ -178,8 +178,12 @@ TEST(Job, TheDaemonStoresTheWrapperAndItsHelpersAsOneRun) {
   ASSERT_TRUE(test::all_finished(runs, 1)) << runs.dump();
   EXPECT_EQ(runs[0]["host_peak_bytes"], j.job["host_peak_bytes"]);
   EXPECT_EQ(runs[0]["processes"], 8);
-  const json all = daemon.ask({{"op", "runs"}});
-  EXPECT_EQ(all["runs"].size(), 1u) << all.dump();
+  // No helper became a workload of its own: one workload, one run.
+  const json all = daemon.ask({{"op", "workloads"}});
+  ASSERT_EQ(all.value("ok", false), true) << all.dump();
+  ASSERT_EQ(all["workloads"].size(), 1u) << all.dump();
+  EXPECT_EQ(all["workloads"][0]["workload"], "wrapped");
+  EXPECT_EQ(all["workloads"][0]["runs"], 1);
 }
 
 // A sweep row is a job: its host_peak_bytes column is the job's, whatever ran it inside.

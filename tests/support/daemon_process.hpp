@@ -86,10 +86,13 @@ class Daemon {
   // Returns once the daemon said its sockets are bound (or it ended, or 10 s passed).
   void start() {
     const std::size_t ready_before = count(log(), kReady);
+    const pid_t parent = getpid();
     pid_ = fork();
     if (pid_ == 0) {
+      die_with(parent);
       const std::string err = dir_ + "/daemon.err";
       if (freopen(err.c_str(), "a", stderr) == nullptr) _exit(126);
+      dup2(STDERR_FILENO, STDOUT_FILENO);
       // A queue of its own: on a PostgreSQL store each daemon holds one (--queue).
       std::vector<std::string> args = {MEMWATCHD_PATH,
                                        "--ingest",

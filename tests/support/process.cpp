@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,9 +53,11 @@ pid_t spawn(const std::vector<std::string>& argv_in, const Environment& env, int
   std::vector<std::string> envs = merged_environment(env);
   std::vector<char*> argv_p = pointers(argv);
   std::vector<char*> env_p = pointers(envs);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
+    die_with(parent);
     if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
     if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
     execve(argv_p[0], argv_p.data(), env_p.data());
@@ -75,6 +78,11 @@ void reap(pid_t pid, Finished& f) {
 }
 
 }  // namespace
+
+void die_with(pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);  // the parent ended before the request took hold
+}
 
 Finished run(const std::vector<std::string>& argv, const Environment& env,
              std::chrono::seconds deadline) {

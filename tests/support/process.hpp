@@ -22,6 +22,11 @@ struct Finished {
 
 using Environment = std::map<std::string, std::string>;
 
+// Called in a child just forked by `parent`: the child is killed when the test ends, even by
+// an abort, so no program or server it started outlives a failed test (holding ctest's output
+// pipe open, which hangs ctest until its timeout).
+void die_with(pid_t parent);
+
 // argv[0] is the program's path. `env` is added to (and overrides) this process's environment;
 // a value of "\x01unset" removes the variable.
 Finished run(const std::vector<std::string>& argv, const Environment& env = {},

@@ -31,9 +31,12 @@ struct TermSearchOptions {
   // together they give the factor an offset, which neither gives alone.
   std::size_t pairs_per_step = 2;
   std::size_t required_per_step = 2;  // terms carrying a required power, per forward step
-  std::size_t refit_limit = 256;  // pool subsets fitted properly (sign checks, exact costs)
-  std::size_t refit_per_size = 4;  // and at least this many of each size
+  std::size_t refit_limit = 256;      // pool subsets fitted properly (sign checks, exact costs)
+  std::size_t refit_per_size = 4;     // and at least this many of each size
   bool swaps = true;  // improve the best subset of each size by swaps against the dictionary
+  // Also search sums of one-parameter terms on their own, for where the whole dictionary's
+  // products stand in for several of a law's terms at once (search_terms).
+  bool sums_apart = true;
   bool nonnegative = true;
   // The loss the best subsets are fitted and ranked by (the scan before them is least squares).
   Loss loss = Loss::squared;
