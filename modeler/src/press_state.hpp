@@ -11,15 +11,19 @@ namespace memwatch::model {
 // target is all ones): an orthonormal basis of the chosen columns, the residual, and the
 // leverages (the hat matrix's diagonal). Adding a column costs O(n k).
 struct PressState {
-  Eigen::MatrixXd basis;    // n x k
-  Eigen::MatrixXd columns;  // the weighted columns the basis was built from, in order
+  Eigen::MatrixXd basis;  // n x k
+  // The chosen weighted columns in the basis, A = basis · r (upper triangular, k x k), and the
+  // all-ones target in it (basis^T 1): the fit's coefficients are r^-1 · ones_along.
+  Eigen::MatrixXd r;
+  Eigen::VectorXd ones_along;
   Eigen::VectorXd residual;
   Eigen::VectorXd leverage;
 
   static PressState constant_only(const Eigen::VectorXd& y) {
     PressState s;
     s.basis = y.cwiseInverse().normalized();
-    s.columns = s.basis;
+    s.r = s.basis.transpose() * s.basis;
+    s.ones_along = Eigen::VectorXd::Constant(1, s.basis.col(0).sum());
     s.residual = Eigen::VectorXd::Ones(y.size()) - s.basis.col(0) * s.basis.col(0).sum();
     s.leverage = s.basis.col(0).cwiseAbs2();
     return s;
@@ -45,28 +49,28 @@ struct PressState {
     s.residual = residual - *v * v->dot(residual);
     s.basis.resize(basis.rows(), basis.cols() + 1);
     s.basis << basis, *v;
-    s.columns.resize(columns.rows(), columns.cols() + 1);
-    s.columns << columns, column;
+    s.r = Eigen::MatrixXd::Zero(r.rows() + 1, r.cols() + 1);
+    s.r.topLeftCorner(r.rows(), r.cols()) = r;
+    s.r.col(r.cols()) = s.basis.transpose() * column;
+    s.ones_along.resize(ones_along.size() + 1);
+    s.ones_along << ones_along, v->sum();
     return s;
   }
 
-  // Buffers for score(), reused across the thousands of candidates a search scores, so that
-  // scoring allocates nothing.
+  // Buffers for score() and probe(), reused across the thousands of candidates a search
+  // scores, so that scoring allocates nothing.
   struct Scratch {
     Eigen::VectorXd v;
     Eigen::VectorXd projection;
+    Eigen::VectorXd residual;
+    Eigen::VectorXd leverage;
+    Eigen::MatrixXd r;
+    Eigen::VectorXd ones_along;
   };
 
   // Leave-one-out MAPE with `column` added, without building the extended state.
   [[nodiscard]] double score(const Eigen::VectorXd& column, Scratch& s) const {
-    s.v = column;
-    for (int pass = 0; pass < 2; ++pass) {
-      s.projection.noalias() = basis.transpose() * s.v;
-      s.v.noalias() -= basis * s.projection;
-    }
-    const double norm = s.v.norm();
-    if (!(norm > 1e-7 * column.norm()) || !std::isfinite(norm)) return INFINITY;
-    s.v /= norm;
+    if (!direction_into(column, s)) return INFINITY;
     const double along = s.v.dot(residual);
     double sum = 0;
     for (Eigen::Index i = 0; i < s.v.size(); ++i) {
@@ -77,17 +81,53 @@ struct PressState {
     return sum / static_cast<double>(s.v.size());
   }
 
-  // Whether every coefficient but the constant's (column 0) is >= 0. Gram-Schmidt in column
-  // order makes basis^T columns upper triangular (A = Q R), so the fit is R^-1 Q^T 1.
-  [[nodiscard]] bool nonnegative() const {
-    const Eigen::MatrixXd r = basis.transpose() * columns;
-    const Eigen::VectorXd rhs = basis.transpose() * Eigen::VectorXd::Ones(basis.rows());
-    const Eigen::VectorXd beta = r.triangularView<Eigen::Upper>().solve(rhs);
-    return (beta.tail(beta.size() - 1).array() >= 0).all();
+  // What extended(column) would give for score() and nonnegative(), without building it: the
+  // last column of an exhaustive search's subsets needs no more. The score is computed as
+  // score() computes it, to the last bit, so that ties rank as they would.
+  struct Probe {
+    double score = INFINITY;
+    bool nonnegative = false;
+  };
+  [[nodiscard]] Probe probe(const Eigen::VectorXd& column, Scratch& s) const {
+    if (!direction_into(column, s)) return {};
+    s.leverage = leverage + s.v.cwiseAbs2();
+    if ((s.leverage.array() > 1 - 1e-9).any()) return {};
+    s.residual = residual - s.v * s.v.dot(residual);
+    const Eigen::Index k = r.rows();
+    s.r.setZero(k + 1, k + 1);
+    s.r.topLeftCorner(k, k) = r;
+    s.r.col(k).head(k).noalias() = basis.transpose() * column;
+    s.r(k, k) = s.v.dot(column);
+    s.ones_along.resize(k + 1);
+    s.ones_along << ones_along, s.v.sum();
+    return {(s.residual.array() / (1 - s.leverage.array())).abs().mean(),
+            signs_kept(s.r, s.ones_along)};
   }
+
+  // Whether every coefficient but the constant's (column 0) is >= 0.
+  [[nodiscard]] bool nonnegative() const { return signs_kept(r, ones_along); }
 
   [[nodiscard]] double score() const {
     return (residual.array() / (1 - leverage.array())).abs().mean();
+  }
+
+ private:
+  // direction(column) into s.v; false where the column is in the span already.
+  bool direction_into(const Eigen::VectorXd& column, Scratch& s) const {
+    s.v = column;
+    for (int pass = 0; pass < 2; ++pass) {
+      s.projection.noalias() = basis.transpose() * s.v;
+      s.v.noalias() -= basis * s.projection;
+    }
+    const double norm = s.v.norm();
+    if (!(norm > 1e-7 * column.norm()) || !std::isfinite(norm)) return false;
+    s.v /= norm;
+    return true;
+  }
+
+  static bool signs_kept(const Eigen::MatrixXd& r, const Eigen::VectorXd& ones_along) {
+    const Eigen::VectorXd beta = r.triangularView<Eigen::Upper>().solve(ones_along);
+    return (beta.tail(beta.size() - 1).array() >= 0).all();
   }
 };
 

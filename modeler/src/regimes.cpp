@@ -9,6 +9,7 @@
 #include <set>
 
 #include "memwatch/model/model.hpp"
+#include "parallel.hpp"
 
 namespace memwatch::model {
 
@@ -188,13 +189,17 @@ std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options, s
   // Every cut is screened one level deep; the few best are screened again with their sides
   // cut too, since one break often pays only once a second one is found.
   std::vector<std::pair<Score, Cut>> screened;
-  for (const Cut& c : candidate_cuts(d, screener.min_runs))
-    screened.emplace_back(screener.split(d, c, 1), c);
+  for (const Cut& c : candidate_cuts(d, screener.min_runs)) screened.emplace_back(Score{}, c);
+  parallel_for(screened.size(), [&](std::size_t i) {
+    screened[i].first = screener.split(d, screened[i].second, 1);
+  });
   std::sort(screened.begin(), screened.end(),
             [](const auto& a, const auto& b) { return a.first.loo < b.first.loo; });
   if (screened.size() > options.split_lookahead) screened.resize(options.split_lookahead);
   if (depth > 1)
-    for (auto& [score, c] : screened) score = screener.split(d, c, depth);
+    parallel_for(screened.size(), [&](std::size_t i) {
+      screened[i].first = screener.split(d, screened[i].second, depth);
+    });
   std::optional<Cut> best;
   Score best_score;
   for (const auto& [score, c] : screened)

@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "parallel.hpp"
 #include "press_state.hpp"
 
 namespace memwatch::model {
@@ -136,11 +137,35 @@ struct Scored {
   std::vector<std::size_t> terms;  // dictionary indices
 };
 
+// fn(i, scratch) for every i in [0, n), in chunks spread over the cores, each with its scratch.
+template <class Fn>
+void for_each_candidate(std::size_t n, Fn&& fn) {
+  constexpr std::size_t chunk = 128;
+  parallel_for((n + chunk - 1) / chunk, [&](std::size_t c) {
+    PressState::Scratch scratch;
+    for (std::size_t i = c * chunk; i < std::min(n, (c + 1) * chunk); ++i) fn(i, scratch);
+  });
+}
+
+// The subsets of `pool` that extend `chosen` by a term from [start, stop) and then any later.
 void enumerate_subsets(const std::vector<std::size_t>& pool, const Dictionary& dict,
-                       std::size_t start, std::size_t max_terms, bool nonnegative,
+                       std::size_t start, std::size_t stop, std::size_t max_terms, bool nonnegative,
                        const PressState& state, std::vector<std::size_t>& chosen,
                        std::vector<Scored>& out) {
-  for (std::size_t p = start; p < pool.size(); ++p) {
+  // The last column of a subset is scored and sign-checked without building its state.
+  if (chosen.size() + 1 == max_terms) {
+    PressState::Scratch scratch;
+    for (std::size_t p = start; p < stop; ++p) {
+      const PressState::Probe probe = state.probe(dict.columns[pool[p]], scratch);
+      if (!std::isfinite(probe.score)) continue;
+      chosen.push_back(pool[p]);
+      if ((!nonnegative || probe.nonnegative) && dict.qualifies(chosen))
+        out.push_back({probe.score, chosen});
+      chosen.pop_back();
+    }
+    return;
+  }
+  for (std::size_t p = start; p < stop; ++p) {
     auto next = state.extended(dict.columns[pool[p]]);
     if (!next) continue;
     chosen.push_back(pool[p]);
@@ -149,7 +174,7 @@ void enumerate_subsets(const std::vector<std::size_t>& pool, const Dictionary& d
     if ((!nonnegative || next->nonnegative()) && dict.qualifies(chosen))
       out.push_back({next->score(), chosen});
     if (chosen.size() < max_terms)
-      enumerate_subsets(pool, dict, p + 1, max_terms, nonnegative, *next, chosen, out);
+      enumerate_subsets(pool, dict, p + 1, pool.size(), max_terms, nonnegative, *next, chosen, out);
     chosen.pop_back();
   }
 }
@@ -174,13 +199,14 @@ Scored improve_by_swaps(Scored start, const PressState& base, const Dictionary& 
       std::vector<std::size_t> rest = start.terms;
       rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(j));
       const PressState without = state_of(base, dict, rest);
+      std::vector<double> with(dict.terms.size(), INFINITY);  // the score with t in j's place
+      for_each_candidate(dict.terms.size(), [&](std::size_t t, PressState::Scratch& scratch) {
+        if (std::find(start.terms.begin(), start.terms.end(), t) == start.terms.end())
+          with[t] = without.score(dict.columns[t], scratch);
+      });
       std::vector<std::pair<double, std::size_t>> better;
-      PressState::Scratch scratch;
-      for (std::size_t t = 0; t < dict.terms.size(); ++t) {
-        if (std::find(start.terms.begin(), start.terms.end(), t) != start.terms.end()) continue;
-        if (double s = without.score(dict.columns[t], scratch); s < start.score)
-          better.emplace_back(s, t);
-      }
+      for (std::size_t t = 0; t < dict.terms.size(); ++t)
+        if (with[t] < start.score) better.emplace_back(with[t], t);
       std::sort(better.begin(), better.end());
       for (const auto& [score, t] : better) {
         auto next = without.extended(dict.columns[t]);
@@ -199,35 +225,55 @@ Scored improve_by_swaps(Scored start, const PressState& base, const Dictionary& 
   return start;
 }
 
-// The best pairs of a term and its parent (the term with one factor dropped), scored as added
-// together: the pair is the term with an offset in that factor, t / p^e · (a + b · p^e), where
-// a and b may differ in sign (weights that grow with filters at a rate set by the levels). Often
-// neither term helps alone, so the greedy path never takes them.
+// A term and its parent (the term with one factor dropped): scored as added together, the pair
+// is the term with an offset in that factor, t / p^e · (a + b · p^e), where a and b may differ
+// in sign (weights that grow with filters at a rate set by the levels). Often neither term helps
+// alone, so the greedy path never takes them.
+struct Pair {
+  std::size_t term, parent;
+};
+
+std::vector<Pair> pairs_of(const Dictionary& dict) {
+  std::vector<Pair> pairs;
+  for (std::size_t t = 0; t < dict.terms.size(); ++t) {
+    const auto& factors = dict.terms[t].factors;
+    if (factors.size() < 2) continue;
+    for (std::size_t f = 0; f < factors.size(); ++f) {
+      CompoundTerm parent = dict.terms[t];
+      parent.factors.erase(parent.factors.begin() + static_cast<std::ptrdiff_t>(f));
+      if (const auto it = dict.index.find(parent); it != dict.index.end())
+        pairs.push_back({t, it->second});
+    }
+  }
+  return pairs;
+}
+
+// The best `keep` of `pairs` neither of whose terms is taken yet.
 std::vector<std::pair<std::size_t, std::size_t>> best_pairs(const PressState& state,
                                                             const Dictionary& dict,
+                                                            const std::vector<Pair>& pairs,
                                                             const std::vector<std::size_t>& taken,
                                                             std::size_t keep) {
   auto is_taken = [&](std::size_t t) {
     return std::find(taken.begin(), taken.end(), t) != taken.end();
   };
   std::map<std::size_t, std::optional<PressState>> with_parent;
+  for (const Pair& p : pairs)
+    if (!is_taken(p.term) && !is_taken(p.parent)) with_parent.try_emplace(p.parent);
+  std::vector<std::map<std::size_t, std::optional<PressState>>::iterator> parents;
+  for (auto it = with_parent.begin(); it != with_parent.end(); ++it) parents.push_back(it);
+  parallel_for(parents.size(), [&](std::size_t i) {
+    parents[i]->second = state.extended(dict.columns[parents[i]->first]);
+  });
+  std::vector<double> score(pairs.size(), INFINITY);
+  for_each_candidate(pairs.size(), [&](std::size_t i, PressState::Scratch& scratch) {
+    const auto at = with_parent.find(pairs[i].parent);
+    if (at != with_parent.end() && at->second && !is_taken(pairs[i].term))
+      score[i] = at->second->score(dict.columns[pairs[i].term], scratch);
+  });
   std::vector<std::tuple<double, std::size_t, std::size_t>> scores;
-  PressState::Scratch scratch;
-  for (std::size_t t = 0; t < dict.terms.size(); ++t) {
-    const auto& factors = dict.terms[t].factors;
-    if (factors.size() < 2 || is_taken(t)) continue;
-    for (std::size_t f = 0; f < factors.size(); ++f) {
-      CompoundTerm parent = dict.terms[t];
-      parent.factors.erase(parent.factors.begin() + static_cast<std::ptrdiff_t>(f));
-      const auto it = dict.index.find(parent);
-      if (it == dict.index.end() || is_taken(it->second)) continue;
-      auto [at, fresh] = with_parent.try_emplace(it->second);
-      if (fresh) at->second = state.extended(dict.columns[it->second]);
-      if (!at->second) continue;
-      if (const double score = at->second->score(dict.columns[t], scratch); std::isfinite(score))
-        scores.emplace_back(score, t, it->second);
-    }
-  }
+  for (std::size_t i = 0; i < pairs.size(); ++i)
+    if (std::isfinite(score[i])) scores.emplace_back(score[i], pairs[i].term, pairs[i].parent);
   const std::size_t n = std::min(keep, scores.size());
   std::partial_sort(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(n), scores.end());
   std::vector<std::pair<std::size_t, std::size_t>> out;
@@ -298,16 +344,19 @@ std::vector<Hypothesis> search_dictionary(const Dataset& d, const VectorXd& y,
   std::vector<std::size_t> paired;
   std::vector<std::size_t> required_tops;
   PressState state = base;
+  const std::vector<Pair> pairs = o.pairs_per_step > 0 ? pairs_of(dict) : std::vector<Pair>{};
   for (std::size_t step = 0; step < o.max_terms; ++step) {
     if (step + 2 <= o.max_terms)
-      for (const auto& [t, parent] : best_pairs(state, dict, selected, o.pairs_per_step))
+      for (const auto& [t, parent] : best_pairs(state, dict, pairs, selected, o.pairs_per_step))
         paired.insert(paired.end(), {t, parent});
-    std::vector<std::pair<double, std::size_t>> scores;
-    PressState::Scratch scratch;
-    for (std::size_t t = 0; t < dict.terms.size(); ++t)
+    std::vector<double> with(dict.terms.size(), INFINITY);  // the score with each term added
+    for_each_candidate(dict.terms.size(), [&](std::size_t t, PressState::Scratch& scratch) {
       if (std::find(selected.begin(), selected.end(), t) == selected.end())
-        if (double s = state.score(dict.columns[t], scratch); std::isfinite(s))
-          scores.emplace_back(s, t);
+        with[t] = state.score(dict.columns[t], scratch);
+    });
+    std::vector<std::pair<double, std::size_t>> scores;
+    for (std::size_t t = 0; t < dict.terms.size(); ++t)
+      if (std::isfinite(with[t])) scores.emplace_back(with[t], t);
     if (scores.empty()) break;
     const std::size_t keep = std::min(o.keep_per_step, scores.size());
     std::partial_sort(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(keep),
@@ -346,9 +395,15 @@ std::vector<Hypothesis> search_dictionary(const Dataset& d, const VectorXd& y,
       if (rank < top.size()) add_to_pool(top[rank]);
 
   // Exhaustive search over the pool's subsets, scored in the same closed form.
+  // Each first term's subsets apart, on the cores, joined in the order one pass would find them.
+  std::vector<std::vector<Scored>> scored_from(pool.size());
+  parallel_for(pool.size(), [&](std::size_t first) {
+    std::vector<std::size_t> chosen;
+    enumerate_subsets(pool, dict, first, first + 1, o.max_terms, o.nonnegative, base, chosen,
+                      scored_from[first]);
+  });
   std::vector<Scored> scored;
-  std::vector<std::size_t> chosen;
-  enumerate_subsets(pool, dict, 0, o.max_terms, o.nonnegative, base, chosen, scored);
+  for (auto& from : scored_from) std::move(from.begin(), from.end(), std::back_inserter(scored));
   // The best subset of each size, improved by swaps against the whole dictionary.
   std::vector<Scored> best_by_size(o.max_terms + 1, Scored{INFINITY, {}});
   for (const auto& sc : scored)
@@ -374,14 +429,16 @@ std::vector<Hypothesis> search_dictionary(const Dataset& d, const VectorXd& y,
     }
   }
 
-  std::vector<Hypothesis> ranked;
-  for (const Scored* sc : to_refit) {
+  std::vector<std::optional<Hypothesis>> refits(to_refit.size());
+  parallel_for(to_refit.size(), [&](std::size_t i) {
     std::vector<Feature> features;
-    for (auto t : sc->terms) features.emplace_back(dict.terms[t]);
-    if (auto h = fit_hypothesis(d, std::move(features), o.nonnegative, /*with_loo_shifts=*/false,
-                                o.loss))
-      ranked.push_back(std::move(*h));
-  }
+    for (auto t : to_refit[i]->terms) features.emplace_back(dict.terms[t]);
+    refits[i] =
+        fit_hypothesis(d, std::move(features), o.nonnegative, /*with_loo_shifts=*/false, o.loss);
+  });
+  std::vector<Hypothesis> ranked;
+  for (auto& h : refits)
+    if (h) ranked.push_back(std::move(*h));
   return ranked;
 }
 
