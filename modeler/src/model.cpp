@@ -279,7 +279,14 @@ std::string Model::describe() const {
     s += "                off the training range, widened by " +
          std::to_string(part.runner_ups.size()) + " runner-up model(s)\n";
     for (const ParamCheck& c : part.bound.extrapolation.params) {
-      if (c.held_out > 0)
+      if (c.held_out > 0 && c.held_before > 0)
+        std::snprintf(buf, sizeof buf,
+                      "                past %s = %g, widened by %.2f%% per e-fold (the upper "
+                      "quartile of %zu run(s) at %g predicted without them, or of %zu a step "
+                      "below predicted without both, if lower)\n",
+                      params[c.param].c_str(), c.top, c.miss_per_reach * 100, c.held_out, c.top,
+                      c.held_before);
+      else if (c.held_out > 0)
         std::snprintf(buf, sizeof buf,
                       "                past %s = %g, widened by %.2f%% per e-fold (the upper "
                       "quartile of %zu run(s) at %g predicted without them)\n",

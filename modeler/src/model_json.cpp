@@ -125,6 +125,7 @@ std::string to_json(const Model& m, int indent) {
                         {"top", c.top},
                         {"miss_per_reach", c.miss_per_reach},
                         {"held_out", c.held_out},
+                        {"held_before", c.held_before},
                         {"checked_reach", c.checked_reach},
                         {"affine", c.affine}});
     j["bound"]["extrapolation"] = std::move(checks);
@@ -219,6 +220,7 @@ Model model_from_json(std::string_view text) {
           c.top = e.at("top").get<double>();
           c.miss_per_reach = e.at("miss_per_reach").get<double>();
           c.held_out = e.at("held_out").get<std::size_t>();
+          c.held_before = e.value("held_before", std::size_t{0});  // absent before it existed
           c.checked_reach = e.at("checked_reach").get<double>();
           c.affine = e.at("affine").get<bool>();
           if (!(c.miss_per_reach >= 0) || !std::isfinite(c.miss_per_reach) ||

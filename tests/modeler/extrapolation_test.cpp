@@ -60,6 +60,31 @@ TEST(Extrapolation, ASlopeThatGrowsPastTheRunsWidensTheBoundThere) {
   }
 }
 
+// The GPU sweep's device peaks (bench/data/unet3d-py-cuda.csv) jag from one volume to the next,
+// as cuDNN's algorithms and the caching allocator's blocks change: about 10% under the law of the
+// smaller volumes at 96^3 and 8% over it at 128^3, back on it at 192^3. Here the law is exact but
+// for those two jags, and 192^3 lies on it.
+double jagged(const std::vector<double>& x) {
+  const double batch = x[0], dim = x[1];
+  const double jag = dim == 96 ? 0.90 : dim == 128 ? 1.08 : 1;
+  return 2e7 + 97 * 16 * batch * std::pow(dim, 3) * jag;
+}
+
+TEST(Extrapolation, AJagAtTheLargestVolumeIsNotReadAsGrowth) {
+  const Dataset d =
+      testing::grid({"batch", "dim"}, {{1, 2, 4, 8}, {32, 64, 96, 128}}, jagged, 0.002, 5);
+  const Model m = fit(d);
+  ASSERT_EQ(m.parts.size(), 1u);
+  const ParamCheck& dim = check_of(m.parts.front(), 1);
+  EXPECT_GT(dim.held_out, 0u);
+  EXPECT_GT(dim.held_before, 0u);
+  EXPECT_LT(dim.miss_per_reach, 0.01) << m.describe();
+  const Point far{{{"batch", 8}, {"dim", 192}}, {}};
+  const Prediction p = m.predict(far);
+  EXPECT_GE(p.upper, jagged({8, 192}));
+  EXPECT_LT(p.upper, 1.3 * p.value) << m.describe();
+}
+
 TEST(Extrapolation, AnExactLawPastTheRunsKeepsItsBoundTight) {
   const Dataset d =
       testing::grid({"batch", "dim"}, {{1, 2, 4, 8}, {16, 24, 32, 48}}, exact_law, 0.001, 7);

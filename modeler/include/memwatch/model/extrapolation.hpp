@@ -4,7 +4,8 @@
 // runs of 16-32^3: predicted 10% low, its bound +3.7%). So for each parameter the formula's terms
 // are fitted again without the runs at its largest value and asked at them, as a point past that
 // value will be asked: the upper quartile of the misses per e-fold of reach is how much wider the
-// bound grows per e-fold past the runs along that parameter. Where the runs cannot show it (that
+// bound grows per e-fold past the runs along that parameter (or the same a step before, if lower:
+// growth shows at both steps, a jag at one). Where the runs cannot show it (that
 // case: at 32^3 the growth is within the jags), a point far past what the check reached is not
 // vouched for.
 #pragma once
@@ -31,6 +32,10 @@ struct ParamCheck {
   // that is not affine is widened by.
   double miss_per_reach = 0;
   std::size_t held_out = 0;  // runs the check predicted from the others; 0: no check made
+  // Runs at the value a step below the largest, predicted without both (0: no such step). A
+  // slope that grows shows at both steps, a jag of one value at one: the rate is the lower of the
+  // two steps' upper quartiles.
+  std::size_t held_before = 0;
   double checked_reach = 0;  // the furthest of them past the rest
   // The priors hold memory affine in this parameter (batch): measured on the reference sweeps
   // to 0.1%, that vouches for a point past it as far as the formula is affine, checked or not.
