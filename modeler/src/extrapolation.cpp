@@ -25,15 +25,16 @@ double reach_along(const Function& f, std::span<const double> x, std::size_t p, 
   return there > before && before > 0 ? std::log(there / before) : 0;
 }
 
-// The runs at `top` predicted by the formula's terms fitted to the runs below `held_from`: each
-// counted run's growth per unit of reach past `below` (its miss past the refit's leave-one-out
-// errors near it, relative to the variable part), and the furthest reach. Nothing where the refit
-// fails or has too few runs.
+// What one step of the check saw: each counted held-out run's growth per unit of reach (its miss
+// past the refit's leave-one-out errors near it, relative to the variable part), and the furthest
+// reach.
 struct Held {
   std::vector<double> rates;
   double reach = 0;
 };
 
+// The runs at `top` predicted by the formula's terms fitted to the runs below `held_from`, their
+// reach measured from `below`. Nothing where the refit fails or has too few runs.
 std::optional<Held> held_out_rates(const Dataset& d, const Function& f, std::size_t p,
                                    double held_from, double below, double top, bool nonnegative,
                                    Loss loss) {
