@@ -279,19 +279,17 @@ std::string Model::describe() const {
     s += "                off the training range, widened by " +
          std::to_string(part.runner_ups.size()) + " runner-up model(s)\n";
     for (const ParamCheck& c : part.bound.extrapolation.params) {
-      if (c.held_out > 0 && c.held_before > 0)
+      if (c.held_out > 0) {
+        char before[80] = "";
+        if (c.held_before > 0)
+          std::snprintf(before, sizeof before,
+                        ", or of %zu a step below predicted without both, if lower", c.held_before);
         std::snprintf(buf, sizeof buf,
                       "                past %s = %g, widened by %.2f%% per e-fold (the upper "
-                      "quartile of %zu run(s) at %g predicted without them, or of %zu a step "
-                      "below predicted without both, if lower)\n",
+                      "quartile of %zu run(s) at %g predicted without them%s)\n",
                       params[c.param].c_str(), c.top, c.miss_per_reach * 100, c.held_out, c.top,
-                      c.held_before);
-      else if (c.held_out > 0)
-        std::snprintf(buf, sizeof buf,
-                      "                past %s = %g, widened by %.2f%% per e-fold (the upper "
-                      "quartile of %zu run(s) at %g predicted without them)\n",
-                      params[c.param].c_str(), c.top, c.miss_per_reach * 100, c.held_out, c.top);
-      else if (c.affine)
+                      before);
+      } else if (c.affine)
         std::snprintf(buf, sizeof buf,
                       "                past %s = %g: not checked (fewer than three values, too few "
                       "runs below it, or none %.0f%% past them): the largest rate\n",

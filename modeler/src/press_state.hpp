@@ -32,28 +32,23 @@ struct PressState {
   // The part of `column` orthogonal to the basis, normalised; nothing when the column is
   // (numerically) in the span already.
   [[nodiscard]] std::optional<Eigen::VectorXd> direction(const Eigen::VectorXd& column) const {
-    Eigen::VectorXd v = column;
-    // Twice: one Gram-Schmidt pass loses orthogonality when the column is nearly in the span.
-    for (int pass = 0; pass < 2; ++pass) v -= basis * (basis.transpose() * v);
-    const double norm = v.norm();
-    if (!(norm > 1e-7 * column.norm()) || !std::isfinite(norm)) return std::nullopt;
-    return v / norm;
+    Scratch s;
+    if (!direction_into(column, s)) return std::nullopt;
+    return std::move(s.v);
   }
 
+  // The state with `column` added; nothing when the column is (numerically) in the span already
+  // or would leave a run all the leverage.
   [[nodiscard]] std::optional<PressState> extended(const Eigen::VectorXd& column) const {
-    auto v = direction(column);
-    if (!v) return std::nullopt;
+    Scratch step;
+    if (!step_into(column, step)) return std::nullopt;
     PressState s;
-    s.leverage = leverage + v->cwiseAbs2();
-    if ((s.leverage.array() > 1 - 1e-9).any()) return std::nullopt;
-    s.residual = residual - *v * v->dot(residual);
     s.basis.resize(basis.rows(), basis.cols() + 1);
-    s.basis << basis, *v;
-    s.r = Eigen::MatrixXd::Zero(r.rows() + 1, r.cols() + 1);
-    s.r.topLeftCorner(r.rows(), r.cols()) = r;
-    s.r.col(r.cols()) = s.basis.transpose() * column;
-    s.ones_along.resize(ones_along.size() + 1);
-    s.ones_along << ones_along, v->sum();
+    s.basis << basis, step.v;
+    s.r = std::move(step.r);
+    s.ones_along = std::move(step.ones_along);
+    s.residual = std::move(step.residual);
+    s.leverage = std::move(step.leverage);
     return s;
   }
 
@@ -89,30 +84,18 @@ struct PressState {
     bool nonnegative = false;
   };
   [[nodiscard]] Probe probe(const Eigen::VectorXd& column, Scratch& s) const {
-    if (!direction_into(column, s)) return {};
-    s.leverage = leverage + s.v.cwiseAbs2();
-    if ((s.leverage.array() > 1 - 1e-9).any()) return {};
-    s.residual = residual - s.v * s.v.dot(residual);
-    const Eigen::Index k = r.rows();
-    s.r.setZero(k + 1, k + 1);
-    s.r.topLeftCorner(k, k) = r;
-    s.r.col(k).head(k).noalias() = basis.transpose() * column;
-    s.r(k, k) = s.v.dot(column);
-    s.ones_along.resize(k + 1);
-    s.ones_along << ones_along, s.v.sum();
-    return {(s.residual.array() / (1 - s.leverage.array())).abs().mean(),
-            signs_kept(s.r, s.ones_along)};
+    if (!step_into(column, s)) return {};
+    return {press(s.residual, s.leverage), signs_kept(s.r, s.ones_along)};
   }
 
   // Whether every coefficient but the constant's (column 0) is >= 0.
   [[nodiscard]] bool nonnegative() const { return signs_kept(r, ones_along); }
 
-  [[nodiscard]] double score() const {
-    return (residual.array() / (1 - leverage.array())).abs().mean();
-  }
+  [[nodiscard]] double score() const { return press(residual, leverage); }
 
  private:
-  // direction(column) into s.v; false where the column is in the span already.
+  // direction(column) into s.v; false where there is none. Twice: one Gram-Schmidt pass loses
+  // orthogonality when the column is nearly in the span.
   bool direction_into(const Eigen::VectorXd& column, Scratch& s) const {
     s.v = column;
     for (int pass = 0; pass < 2; ++pass) {
@@ -123,6 +106,28 @@ struct PressState {
     if (!(norm > 1e-7 * column.norm()) || !std::isfinite(norm)) return false;
     s.v /= norm;
     return true;
+  }
+
+  // The extended state's parts into s (all but its basis, which is this one's and s.v); false
+  // where extended() has none.
+  bool step_into(const Eigen::VectorXd& column, Scratch& s) const {
+    if (!direction_into(column, s)) return false;
+    s.leverage = leverage + s.v.cwiseAbs2();
+    if ((s.leverage.array() > 1 - 1e-9).any()) return false;
+    s.residual = residual - s.v * s.v.dot(residual);
+    const Eigen::Index k = r.rows();
+    s.r.setZero(k + 1, k + 1);
+    s.r.topLeftCorner(k, k) = r;
+    s.r.col(k).head(k).noalias() = basis.transpose() * column;
+    s.r(k, k) = s.v.dot(column);
+    s.ones_along.resize(k + 1);
+    s.ones_along << ones_along, s.v.sum();
+    return true;
+  }
+
+  // The leave-one-out MAPE of a fit with these residuals and leverages.
+  static double press(const Eigen::VectorXd& residual, const Eigen::VectorXd& leverage) {
+    return (residual.array() / (1 - leverage.array())).abs().mean();
   }
 
   static bool signs_kept(const Eigen::MatrixXd& r, const Eigen::VectorXd& ones_along) {

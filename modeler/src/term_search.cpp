@@ -147,6 +147,18 @@ void for_each_candidate(std::size_t n, Fn&& fn) {
   });
 }
 
+// Every dictionary term's score added to `state`; INFINITY for the `excluded` ones and where a term
+// is in the span already.
+std::vector<double> scores_with_each(const PressState& state, const Dictionary& dict,
+                                     const std::vector<std::size_t>& excluded) {
+  std::vector<double> with(dict.terms.size(), INFINITY);
+  for_each_candidate(dict.terms.size(), [&](std::size_t t, PressState::Scratch& scratch) {
+    if (std::find(excluded.begin(), excluded.end(), t) == excluded.end())
+      with[t] = state.score(dict.columns[t], scratch);
+  });
+  return with;
+}
+
 // The subsets of `pool` that extend `chosen` by a term from [start, stop) and then any later.
 void enumerate_subsets(const std::vector<std::size_t>& pool, const Dictionary& dict,
                        std::size_t start, std::size_t stop, std::size_t max_terms, bool nonnegative,
@@ -199,11 +211,8 @@ Scored improve_by_swaps(Scored start, const PressState& base, const Dictionary& 
       std::vector<std::size_t> rest = start.terms;
       rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(j));
       const PressState without = state_of(base, dict, rest);
-      std::vector<double> with(dict.terms.size(), INFINITY);  // the score with t in j's place
-      for_each_candidate(dict.terms.size(), [&](std::size_t t, PressState::Scratch& scratch) {
-        if (std::find(start.terms.begin(), start.terms.end(), t) == start.terms.end())
-          with[t] = without.score(dict.columns[t], scratch);
-      });
+      const std::vector<double> with =
+          scores_with_each(without, dict, start.terms);  // in j's place
       std::vector<std::pair<double, std::size_t>> better;
       for (std::size_t t = 0; t < dict.terms.size(); ++t)
         if (with[t] < start.score) better.emplace_back(with[t], t);
@@ -349,11 +358,7 @@ std::vector<Hypothesis> search_dictionary(const Dataset& d, const VectorXd& y,
     if (step + 2 <= o.max_terms)
       for (const auto& [t, parent] : best_pairs(state, dict, pairs, selected, o.pairs_per_step))
         paired.insert(paired.end(), {t, parent});
-    std::vector<double> with(dict.terms.size(), INFINITY);  // the score with each term added
-    for_each_candidate(dict.terms.size(), [&](std::size_t t, PressState::Scratch& scratch) {
-      if (std::find(selected.begin(), selected.end(), t) == selected.end())
-        with[t] = state.score(dict.columns[t], scratch);
-    });
+    const std::vector<double> with = scores_with_each(state, dict, selected);
     std::vector<std::pair<double, std::size_t>> scores;
     for (std::size_t t = 0; t < dict.terms.size(); ++t)
       if (std::isfinite(with[t])) scores.emplace_back(with[t], t);
