@@ -36,8 +36,7 @@ struct Held {
 // The runs at `top` predicted by the formula's terms fitted to the runs below `held_from`, their
 // reach measured from `below`. Nothing where the refit fails or has too few runs.
 std::optional<Held> held_out_rates(const Dataset& d, const Function& f, std::size_t p,
-                                   double held_from, double below, double top, bool nonnegative,
-                                   Loss loss) {
+                                   double held_from, double below, double top, const Refit& how) {
   Dataset rest;
   rest.params = d.params;
   rest.target = d.target;
@@ -49,13 +48,15 @@ std::optional<Held> held_out_rates(const Dataset& d, const Function& f, std::siz
       held.push_back(&row);
   }
   if (rest.rows.size() < f.features.size() + 2) return std::nullopt;
-  auto refit = fit_hypothesis(rest, f.features, nonnegative, /*with_loo_shifts=*/false, loss);
-  if (!refit && loss != Loss::squared) refit = fit_hypothesis(rest, f.features, nonnegative);
+  auto refit =
+      fit_hypothesis(rest, f.features, how.nonnegative, /*with_loo_shifts=*/false, how.loss);
+  if (!refit && how.loss != Loss::squared)
+    refit = fit_hypothesis(rest, f.features, how.nonnegative);
   if (!refit) return std::nullopt;
   const Function& g = refit->function;
   // The refit's own leave-one-out errors near a held-out run: the part of its miss the bound
   // covers there already, not the growth past the runs.
-  const LocalScale jags = local_scale_of(rest, loo_ratios(refit->fit));
+  const LocalScale jags = local_scale_of(rest, loo_ratios(refit->fit), how.apart);
   Held out;
   for (const Dataset::Row* row : held) {
     const double reach = reach_along(g, row->x, p, below);
@@ -79,15 +80,15 @@ double upper_quartile(std::vector<double> rates) {
   return rates[rank - 1];
 }
 
-ParamCheck check_param(const Dataset& d, const Function& f, std::size_t p, bool nonnegative,
-                       Loss loss, double loo_mape) {
+ParamCheck check_param(const Dataset& d, const Function& f, std::size_t p, const Refit& how,
+                       double loo_mape) {
   ParamCheck check{.param = p, .miss_per_reach = loo_mape};
   std::set<double> values;
   for (const auto& row : d.rows) values.insert(row.x[p]);
   check.top = values.empty() ? 0 : *values.rbegin();
   if (values.size() < 3) return check;
   const auto value = [&](std::size_t from_top) { return *std::next(values.rbegin(), from_top); };
-  const auto last = held_out_rates(d, f, p, check.top, value(1), check.top, nonnegative, loss);
+  const auto last = held_out_rates(d, f, p, check.top, value(1), check.top, how);
   if (!last || last->rates.empty()) return check;
   check.held_out = last->rates.size();
   check.checked_reach = last->reach;
@@ -99,8 +100,7 @@ ParamCheck check_param(const Dataset& d, const Function& f, std::size_t p, bool 
   // the law of them all (either side): read as growth, the last step alone widened the bound at
   // 192^3 by 11%.
   if (values.size() >= 4)
-    if (const auto before =
-            held_out_rates(d, f, p, value(1), value(2), value(1), nonnegative, loss);
+    if (const auto before = held_out_rates(d, f, p, value(1), value(2), value(1), how);
         before && !before->rates.empty()) {
       check.held_before = before->rates.size();
       check.miss_per_reach = std::min(check.miss_per_reach, upper_quartile(before->rates));
@@ -129,12 +129,12 @@ PastTheRuns ExtrapolationCheck::at(const Function& f, std::span<const double> x)
   return past;
 }
 
-ExtrapolationCheck check_extrapolation(const Dataset& d, const Function& f, bool nonnegative,
-                                       Loss loss, double loo_mape) {
+ExtrapolationCheck check_extrapolation(const Dataset& d, const Function& f, const Refit& how,
+                                       double loo_mape) {
   ExtrapolationCheck check;
   if (f.features.empty()) return check;
   for (std::size_t p = 0; p < d.params.size(); ++p)
-    check.params.push_back(check_param(d, f, p, nonnegative, loss, loo_mape));
+    check.params.push_back(check_param(d, f, p, how, loo_mape));
   return check;
 }
 

@@ -116,16 +116,19 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   part.loo_mape = best.loo_mape();
   part.train_mape = best.train_mape();
   part.runs = d.rows.size();
-  if (options.batch_slices && options.priors.enabled)
-    part.slices = make_batch_slices(d, batch_param(d.params, options.priors));
-  part.bound = final_fit ? make_bound(*final_fit, d, options.bound_level, part.slices) : Bound{};
+  const std::size_t batch =
+      options.priors.enabled ? batch_param(d.params, options.priors) : d.params.size();
+  if (options.batch_slices && options.priors.enabled) part.slices = make_batch_slices(d, batch);
+  const std::size_t one = batch_one_apart(d.params, d.target, options.priors);
+  const std::size_t apart = one < d.params.size() ? one : SIZE_MAX;
+  part.bound =
+      final_fit ? make_bound(*final_fit, d, options.bound_level, part.slices, apart) : Bound{};
   if (final_fit)
-    part.bound.extrapolation =
-        check_extrapolation(d, part.function, terms.nonnegative, options.loss, part.loo_mape);
-  if (options.priors.enabled && !overruled) {
-    const std::size_t batch = batch_param(d.params, options.priors);
+    part.bound.extrapolation = check_extrapolation(
+        d, part.function, {.nonnegative = terms.nonnegative, .loss = options.loss, .apart = apart},
+        part.loo_mape);
+  if (options.priors.enabled && !overruled)
     for (ParamCheck& c : part.bound.extrapolation.params) c.affine = c.param == batch;
-  }
   if (!part.slices.empty() && !corrections_pay(part.bound)) {
     part.slices = {};
     part.bound.carried = {};

@@ -59,11 +59,13 @@ Function function_from(const json& j, const std::vector<std::string>& names) {
 }
 
 ojson scale_json(const LocalScale& scale, const std::vector<double>& run_scales) {
-  return {{"points", scale.points},
+  ojson j{{"points", scale.points},
           {"errors", scale.errors},
           {"neighbours", scale.neighbours},
           {"floor", scale.floor},
           {"run_scales", run_scales}};
+  if (scale.apart < SIZE_MAX) j["apart"] = scale.apart;
+  return j;
 }
 
 // A local scale of `runs` runs over `params` parameters, and each run's scale without it.
@@ -74,6 +76,8 @@ void read_scale(const json& s, std::size_t runs, std::size_t params, LocalScale&
   scale.neighbours = s.at("neighbours").get<std::size_t>();
   scale.floor = s.at("floor").get<double>();
   run_scales = s.at("run_scales").get<std::vector<double>>();
+  // A model saved before the batch's two sides were kept apart has none.
+  if (s.contains("apart")) scale.apart = s.at("apart").get<std::size_t>();
   if (scale.points.size() != runs || scale.errors.size() != runs || run_scales.size() != runs)
     throw ModelJsonError(where + " and its runs differ in length");
   for (const auto& x : scale.points)

@@ -112,6 +112,13 @@ std::size_t batch_param(const std::vector<std::string>& params, const Priors& pr
   return params.size();
 }
 
+std::size_t batch_one_apart(const std::vector<std::string>& params, std::string_view target,
+                            const Priors& priors) {
+  if (!priors.enabled || !priors.batch_one_regime || target.find("device") != std::string::npos)
+    return params.size();
+  return batch_param(params, priors);
+}
+
 bool respects_priors(const Function& f, const std::vector<std::string>& params,
                      const std::vector<std::pair<double, double>>& ranges, const Priors& priors) {
   if (!priors.enabled) return true;

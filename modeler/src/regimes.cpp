@@ -150,9 +150,7 @@ std::optional<std::vector<SubModel>> fit_sides(const Dataset& d, const Cut& low,
 // On host memory batch 1 is its own regime (LibTorch's CPU convolution takes a per-sample
 // column-buffer path there): the prior's cut, when the runs have batch 1 and larger batches.
 std::optional<Cut> batch_one_cut(const Dataset& d, const Priors& priors) {
-  if (!priors.enabled || !priors.batch_one_regime || d.target.find("device") != std::string::npos)
-    return std::nullopt;
-  const std::size_t b = batch_param(d.params, priors);
+  const std::size_t b = batch_one_apart(d.params, d.target, priors);
   if (b == d.params.size()) return std::nullopt;
   bool one = false, more = false;
   for (const auto& r : d.rows) (r.x[b] <= 1 ? one : more) = true;

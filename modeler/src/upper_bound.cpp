@@ -79,7 +79,7 @@ CorrectedScores corrected_scores(const Bound& b, const Hypothesis& h, const Data
     points.push_back(d.rows[i].x);
     errors.push_back(std::abs(c.ratios.back()));
   }
-  c.scale = make_local_scale(std::move(points), std::move(errors));
+  c.scale = make_local_scale(std::move(points), std::move(errors), b.scale.apart);
   for (std::size_t k = 0; k < c.runs.size(); ++k)
     c.run_scales.push_back(c.scale.at(c.scale.points[k], /*skip=*/k));
   return c;
@@ -114,13 +114,14 @@ std::string Bound::describe() const {
   return buf;
 }
 
-Bound make_bound(const Hypothesis& h, const Dataset& d, double level, const BatchSlices& slices) {
+Bound make_bound(const Hypothesis& h, const Dataset& d, double level, const BatchSlices& slices,
+                 std::size_t batch) {
   Bound b;
   b.requested_level = level;
   b.runs = static_cast<std::size_t>(h.fit.loo_residuals.size());
   b.loo_shifts = h.fit.loo_shifts;
   b.loo_ratios = loo_ratios(h.fit);
-  b.scale = local_scale_of(d, b.loo_ratios);
+  b.scale = local_scale_of(d, b.loo_ratios, batch);
   for (std::size_t i = 0; i < b.runs; ++i)
     b.run_scales.push_back(b.scale.at(b.scale.points[i], /*skip=*/i));
   b.rank = order_statistic(level, b.runs);

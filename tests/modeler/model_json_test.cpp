@@ -28,6 +28,8 @@ TEST(ModelJson, RoundTripKeepsEveryPrediction) {
   ASSERT_EQ(back.parts.size(), 1u);
   EXPECT_EQ(back.parts[0].runner_ups.size(), m.parts[0].runner_ups.size());
   EXPECT_EQ(back.parts[0].bound.describe(), m.parts[0].bound.describe());
+  // Host memory: the local scale keeps batch 1 apart (local_scale.hpp), batch being parameter 0.
+  EXPECT_EQ(back.parts[0].bound.scale.apart, 0u);
   expect_same_predictions(
       m, back,
       {Point{{{"batch", 2}, {"dim", 64}, {"filters", 16}, {"levels", 4}}, {}},

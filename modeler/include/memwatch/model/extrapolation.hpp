@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -69,9 +70,17 @@ struct ExtrapolationCheck {
 // every run has, which the bound holds already.
 inline constexpr double kMinReach = 0.25;  // e^0.25: 28% more variable memory
 
+// How the formula's terms are refitted without the furthest runs: as the fit did (`nonnegative`,
+// `loss`), with the bound's local scale (`apart`, local_scale.hpp) for the misses it covers.
+struct Refit {
+  bool nonnegative = false;
+  Loss loss = Loss::squared;
+  std::size_t apart = SIZE_MAX;
+};
+
 // A parameter is checked when it has three values or more and the runs below its largest value
 // are at least one more than the formula's coefficients; `loo_mape` is f's on `d`.
 [[nodiscard]] ExtrapolationCheck check_extrapolation(const Dataset& d, const Function& f,
-                                                     bool nonnegative, Loss loss, double loo_mape);
+                                                     const Refit& how, double loo_mape);
 
 }  // namespace memwatch::model

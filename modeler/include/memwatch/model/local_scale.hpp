@@ -19,6 +19,9 @@ struct LocalScale {
   std::vector<double> errors;               // |leave-one-out relative error| of each run
   std::size_t neighbours = 0;               // how many runs make a neighbourhood
   double floor = 0;                         // no scale below this: a few exact neighbours
+  // The batch parameter (SIZE_MAX: none): a run at batch 1 is a neighbour of a point from batch
+  // 2 on, and the reverse, only after every run on the point's own side.
+  std::size_t apart = SIZE_MAX;
 
   [[nodiscard]] bool empty() const { return points.empty(); }
   // The scale at `x`; `skip` leaves one run out (a run's own error is not its neighbours').
@@ -30,9 +33,10 @@ struct LocalScale {
 // neighbourhood reaches across regimes); the floor is a twentieth of the mean error, so no
 // neighbourhood claims more than 20x precision.
 [[nodiscard]] LocalScale make_local_scale(std::vector<std::vector<double>> points,
-                                          std::vector<double> errors);
+                                          std::vector<double> errors, std::size_t apart = SIZE_MAX);
 
 // The scale of a fit's leave-one-out `ratios` (loo_ratios, one per run of `d`) over d's runs.
-[[nodiscard]] LocalScale local_scale_of(const Dataset& d, std::span<const double> ratios);
+[[nodiscard]] LocalScale local_scale_of(const Dataset& d, std::span<const double> ratios,
+                                        std::size_t apart = SIZE_MAX);
 
 }  // namespace memwatch::model

@@ -63,6 +63,12 @@ struct Priors {
 // The index of the first affine (batch-like) parameter, or params.size() when there is none.
 [[nodiscard]] std::size_t batch_param(const std::vector<std::string>& params, const Priors& priors);
 
+// The batch parameter where batch 1 is its own regime: on host memory (a `target` without
+// "device" in its name; CPU convolutions take a per-sample path at batch 1), with the priors
+// on. params.size() otherwise.
+[[nodiscard]] std::size_t batch_one_apart(const std::vector<std::string>& params,
+                                          std::string_view target, const Priors& priors);
+
 // Whether `f` is affine in every affine parameter, carries each stated parameter to its top
 // power (a sum of terms, no GP tree, where any is stated), and non-decreasing in every parameter
 // over the runs' ranges extended to `priors.reach` times their maxima (checked numerically, at the

@@ -60,9 +60,10 @@ struct Bound {
 // `h`, fitted to `d`, must carry its leave-one-out shifts (fit_hypothesis(..., with_loo_shifts =
 // true)). With `slices` (of `d`'s runs) it also holds the corrected prediction's scores: each
 // run's leave-one-out value is then the formula fitted without it, corrected by its peers'
-// misses from that formula.
+// misses from that formula. `batch`, the batch parameter (SIZE_MAX: none), keeps the local
+// scales of batch 1 and of batches from 2 on apart (local_scale.hpp).
 [[nodiscard]] Bound make_bound(const Hypothesis& h, const Dataset& d, double level,
-                               const BatchSlices& slices = {});
+                               const BatchSlices& slices = {}, std::size_t batch = SIZE_MAX);
 
 // Whether the corrected predictions miss their left-out runs less than the formula does, on the
 // runs that have peers. Where runs scatter independently (noise, not a configuration's own
