@@ -8,13 +8,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "memwatch/model/model.hpp"
 #include "memwatch/model/model_json.hpp"
 #include "memwatch/model/table_parse.hpp"
+#include "reference_sweep.hpp"
 #include "synthetic.hpp"
 
 namespace memwatch::model {
@@ -116,9 +115,7 @@ TEST(Extrapolation, TooFewValuesToCheckLeaveTheBoundPastThemUnvouchedButTheBatch
 // batch 4 and 8 lie 6.5% and 7.2% above the prediction; widened by nothing they were 0.4% and
 // 1.1% above the bound.
 TEST(Extrapolation, AnUncheckedVolumeIsWidenedByTheFormulasOwnError) {
-  std::ifstream in(MEMWATCH_SOURCE_DIR "/bench/data/unet3d-py-cpu.csv");
-  const Dataset all = parse_table(
-      std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+  const Dataset all = testing::reference_sweep("unet3d-py-cpu");
   const auto dim = static_cast<std::size_t>(std::find(all.params.begin(), all.params.end(), "dim") -
                                             all.params.begin());
   ASSERT_LT(dim, all.params.size());

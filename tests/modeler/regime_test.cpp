@@ -3,10 +3,15 @@
 // through JSON, and leave smooth data in one piece.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "memwatch/model/model.hpp"
 #include "memwatch/model/model_json.hpp"
+#include "reference_sweep.hpp"
 #include "synthetic.hpp"
 
 namespace memwatch::model {
@@ -128,6 +133,46 @@ TEST(Regimes, ACutWhoseOneSideGetsWorseIsRefusedThoughTheAverageHalves) {
   EXPECT_FALSE(every_part_better(d, whole, {low, high}));
   low.loo_mape = 0.09;
   EXPECT_TRUE(every_part_better(d, whole, {low, high}));
+}
+
+}  // namespace
+}  // namespace memwatch::model
+
+namespace memwatch::model {
+namespace {
+
+// The Python trainer's sweep (bench/data/unet3d-py-cpu.csv) without 15 runs, one of run.py's
+// random 70/30 splits: 7 runs at batch 1 are left. Each side of a cut at batch 1 beat one
+// formula's leave-one-out errors there (batch 1: 3.2%, a form picked from many on 7 runs), so
+// the cut was kept, and missed the 15 by 7.1%. One formula, each configuration's other batches
+// correcting it, misses them by 2.3%: compared with that, the side from batch 2 on is no better
+// (0.34% against 0.24%) and the cut is refused.
+TEST(Regimes, ACutIsComparedWithTheSingleFormulaAsItPredicts) {
+  const Dataset all = testing::reference_sweep("unet3d-py-cpu");
+  const std::set<std::vector<double>> held_out{{8, 32, 8},  {8, 48, 2},  {8, 64, 1},  {8, 64, 2},
+                                               {8, 80, 1},  {8, 80, 8},  {16, 16, 1}, {16, 32, 2},
+                                               {16, 32, 8}, {16, 48, 1}, {16, 48, 2}, {16, 64, 1},
+                                               {16, 64, 2}, {16, 64, 8}, {16, 80, 2}};
+  const auto index = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(all.params.begin(), all.params.end(), name) -
+                                    all.params.begin());
+  };
+  const std::size_t filters = index("filters"), dim = index("dim"), batch = index("batch");
+  ASSERT_LT(std::max({filters, dim, batch}), all.params.size());
+  Dataset train = all;
+  train.rows.clear();
+  std::vector<Dataset::Row> test;
+  for (const auto& r : all.rows)
+    (held_out.contains({r.x[filters], r.x[dim], r.x[batch]}) ? test : train.rows).push_back(r);
+  ASSERT_EQ(test.size(), held_out.size());
+  const Model m = fit(train);
+  double sum = 0;
+  for (const auto& r : test) {
+    Point at;
+    for (std::size_t p = 0; p < all.params.size(); ++p) at.values[all.params[p]] = r.x[p];
+    sum += std::abs(m.predict(at).value / r.y - 1);
+  }
+  EXPECT_LT(sum / static_cast<double>(test.size()), 0.04) << m.describe();
 }
 
 }  // namespace

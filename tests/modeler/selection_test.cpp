@@ -5,14 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <string>
 
 #include "memwatch/model/model.hpp"
 #include "memwatch/model/table_parse.hpp"
+#include "reference_sweep.hpp"
 #include "synthetic.hpp"
 
 namespace memwatch::model {
@@ -233,18 +232,13 @@ TEST(Selection, OneStandardErrorRuleTakesTheSimplestAmongTheIndistinguishable) {
 namespace memwatch::model {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // The Python trainer's sweep (bench/data/unet3d-py-cpu.csv), fitted on its 16 runs at 16^3 and
 // 32^3 as a user's cheap first runs would be, asked about 64^3. At 16^3 the peak is mostly
 // fixed, so the two volumes alone barely tell dim^2 from dim^3; the law is the one-term
 // filters·dim³·batch, which a search refitting only its 256 best-scanned (larger) subsets never
 // looked at again, taking filters·dim²·batch + dim² (44% low at batch 8).
 TEST(Selection, TheCheapestRunsOfARealTrainerGiveItsLawInTheVolume) {
-  const Dataset all = parse_table(read_text(MEMWATCH_SOURCE_DIR "/bench/data/unet3d-py-cpu.csv"));
+  const Dataset all = testing::reference_sweep("unet3d-py-cpu");
   const std::size_t dim = static_cast<std::size_t>(
       std::find(all.params.begin(), all.params.end(), "dim") - all.params.begin());
   const std::size_t batch = static_cast<std::size_t>(
