@@ -135,12 +135,6 @@ TEST(Regimes, ACutWhoseOneSideGetsWorseIsRefusedThoughTheAverageHalves) {
   EXPECT_TRUE(every_part_better(d, whole, {low, high}));
 }
 
-}  // namespace
-}  // namespace memwatch::model
-
-namespace memwatch::model {
-namespace {
-
 // The Python trainer's sweep (bench/data/unet3d-py-cpu.csv) without 15 runs, one of run.py's
 // random 70/30 splits: 7 runs at batch 1 are left. Each side of a cut at batch 1 beat one
 // formula's leave-one-out errors there (batch 1: 3.2%, a form picked from many on 7 runs), so

@@ -128,9 +128,9 @@ void correct_errors(const Bound& b, Eigen::VectorXd& errors);
 // A cut must make every part better, not only the average: each part's leave-one-out MAPE, as
 // it predicts (correct_errors), must be below the single formula's (`whole_errors`, from
 // loo_errors and correct_errors) on the same runs, or one side could pay for the other (a side at
-// 50% error under an average that halved). Compared with the single formula's errors alone, the
-// side from batch 2 on looked better where the corrections made it worse (0.34% against 0.24%
-// on a split of the Python U-net sweep), and the cut tripled the held-out error.
+// 50% error under an average that halved). Against the single formula's uncorrected errors, a
+// side from batch 2 on looked better where the corrected formula was better still (0.34%
+// against 0.24% on a split of the Python U-net sweep), and the cut tripled the held-out error.
 [[nodiscard]] bool every_part_better(const Dataset& d, const Eigen::VectorXd& whole_errors,
                                      const std::vector<SubModel>& parts);
 
