@@ -111,28 +111,18 @@ Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative
   return h->fit.loo_residuals.cwiseAbs();
 }
 
-void correct_errors(const Bound& b, Eigen::VectorXd& errors) {
+Eigen::VectorXd predicted_errors(const SubModel& part) {
+  const Bound& b = part.bound;
+  const auto relative_to_run = [](double ratio) { return std::abs(ratio / (1 + ratio)); };
+  Eigen::VectorXd errors(static_cast<Eigen::Index>(b.loo_ratios.size()));
+  for (std::size_t i = 0; i < b.loo_ratios.size(); ++i)
+    errors(static_cast<Eigen::Index>(i)) = relative_to_run(b.loo_ratios[i]);
   for (const CorrectedScores* c : {&b.carried, &b.line})
     for (std::size_t k = 0; k < c->runs.size(); ++k)
       if (const auto run = static_cast<Eigen::Index>(c->runs[k]); run < errors.size())
-        errors(run) = std::abs(c->ratios[k] / (1 + c->ratios[k]));  // relative to the run
+        errors(run) = relative_to_run(c->ratios[k]);
+  return errors;
 }
-
-namespace {
-
-// A part's mean leave-one-out error as it predicts its runs (correct_errors); its formula's
-// where it carries no scores (a part built by hand, or a model saved without them).
-double predicted_mape(const SubModel& part) {
-  const std::vector<double>& ratios = part.bound.loo_ratios;
-  if (ratios.empty()) return part.loo_mape;
-  Eigen::VectorXd errors(static_cast<Eigen::Index>(ratios.size()));
-  for (std::size_t i = 0; i < ratios.size(); ++i)
-    errors(static_cast<Eigen::Index>(i)) = std::abs(ratios[i] / (1 + ratios[i]));
-  correct_errors(part.bound, errors);
-  return errors.mean();
-}
-
-}  // namespace
 
 bool every_part_better(const Dataset& d, const Eigen::VectorXd& whole_errors,
                        const std::vector<SubModel>& parts) {
@@ -142,7 +132,10 @@ bool every_part_better(const Dataset& d, const Eigen::VectorXd& whole_errors,
     for (std::size_t i = 0; i < d.rows.size(); ++i)
       if (inside(part.domain, d.rows[i].x))
         sum += whole_errors(static_cast<Eigen::Index>(i)), ++runs;
-    if (runs == 0 || !(predicted_mape(part) < sum / static_cast<double>(runs))) return false;
+    // A part built by hand, or saved without its scores, has its formula's error alone.
+    const Eigen::VectorXd own = predicted_errors(part);
+    const double mape = own.size() > 0 ? own.mean() : part.loo_mape;
+    if (runs == 0 || !(mape < sum / static_cast<double>(runs))) return false;
   }
   return true;
 }
@@ -186,9 +179,10 @@ std::optional<Cut> batch_one_cut(const Dataset& d, const Priors& priors) {
 std::vector<SubModel> fit_regimes(const Dataset& d, const FitOptions& options, std::size_t depth) {
   SubModel whole = fit_group(d, options);
   if (depth == 0 || whole.loo_mape <= options.split_above) return {std::move(whole)};
-  Eigen::VectorXd whole_errors =
-      loo_errors(d, whole.function, shaped_terms(d, options).nonnegative, options.loss);
-  correct_errors(whole.bound, whole_errors);
+  Eigen::VectorXd whole_errors = predicted_errors(whole);
+  if (whole_errors.size() == 0)  // no final fit: the search's formula refitted
+    whole_errors =
+        loo_errors(d, whole.function, shaped_terms(d, options).nonnegative, options.loss);
   const double target = options.split_gain * whole.loo_mape;
   Screener screener{options, shaped_terms(d, options), options.min_regime_runs};
   // Screening only ranks the cuts (the best is fitted properly): a pool of 12 terms has 793

@@ -120,17 +120,18 @@ struct Model {
 [[nodiscard]] Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative,
                                          Loss loss = Loss::squared);
 
-// Where a model corrects a configuration's batch sizes by the misses of its others
-// (batch_slices.hpp), the runs its corrected scores cover (`b.carried`, `b.line`) are predicted
-// that way: their entries of `errors` (loo_errors of b's runs) become the corrected ones.
-void correct_errors(const Bound& b, Eigen::VectorXd& errors);
+// Each of `part`'s runs' leave-one-out error relative to the run, as the part predicts it: the
+// formula's (bound.loo_ratios), or, where it corrects a configuration's batch sizes by the misses
+// of its others (batch_slices.hpp), the corrected one for the runs those scores cover
+// (bound.carried, bound.line). Empty for a part without a bound.
+[[nodiscard]] Eigen::VectorXd predicted_errors(const SubModel& part);
 
 // A cut must make every part better, not only the average: each part's leave-one-out MAPE, as
-// it predicts (correct_errors), must be below the single formula's (`whole_errors`, from
-// loo_errors and correct_errors) on the same runs, or one side could pay for the other (a side at
-// 50% error under an average that halved). Against the single formula's uncorrected errors, a
-// side from batch 2 on looked better where the corrected formula was better still (0.34%
-// against 0.24% on a split of the Python U-net sweep), and the cut tripled the held-out error.
+// it predicts (predicted_errors), must be below the single formula's (`whole_errors`, its
+// predicted_errors) on the same runs, or one side could pay for the other (a side at 50% error
+// under an average that halved). Against the single formula's uncorrected errors, a side from
+// batch 2 on looked better where the corrected formula was better still (0.34% against 0.24% on
+// a split of the Python U-net sweep), and the cut tripled the held-out error.
 [[nodiscard]] bool every_part_better(const Dataset& d, const Eigen::VectorXd& whole_errors,
                                      const std::vector<SubModel>& parts);
 
