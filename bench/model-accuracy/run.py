@@ -170,7 +170,8 @@ def main():
                     "(memwatch fit --axes dim=3)")
     ap.add_argument("--errors-by", metavar="COLUMN", action="append", default=[],
                     help="after the table, memwatch's random-split error, bound coverage and median "
-                    "headroom for each value of COLUMN (where the error comes from); repeatable")
+                    "headroom for each value of COLUMN (where the error comes from); repeatable; "
+                    "COLUMN,COLUMN groups by both")
     args = ap.parse_args()
 
     if not args.data:
@@ -285,18 +286,18 @@ def main():
             print(f"{name}: answers {done[0]} of {done[1]} held-out runs of the random splits "
                   f"(their configuration has training runs at two other batch sizes), "
                   f"{counts[-1][0]} of {counts[-1][1]} extrapolating; its MAPE is over those")
-    for column in args.errors_by:
+    for group in args.errors_by:
+        columns = group.split(",")
+        key = lambda i: tuple(rows[i][c] for c in columns)  # noqa: E731
         print()
-        print(f"memwatch on the random splits by {column}:")
-        print(f"| {column} | held-out runs | MAPE % | bound coverage % | median headroom % |")
-        print("| --- | --- | --- | --- | --- |")
-        values = sorted({rows[i][column] for i, _, _ in per_point}, key=sort_key)
-        for v in values:
-            errors = np.array([e for i, e, _ in per_point if rows[i][column] == v])
-            room = np.array([h for i, _, h in per_point if rows[i][column] == v])
-            print(f"| {v} | {len(errors)} | {errors.mean():.2f} | {np.mean(room >= 0) * 100:.1f} "
+        print(f"memwatch on the random splits by {', '.join(columns)}:")
+        print(f"| {' | '.join(columns)} | held-out runs | MAPE % | bound coverage % | median headroom % |")
+        print("| --- " * (len(columns) + 4) + "|")
+        for v in sorted({key(i) for i, _, _ in per_point}, key=lambda v: [sort_key(x) for x in v]):
+            errors = np.array([e for i, e, _ in per_point if key(i) == v])
+            room = np.array([h for i, _, h in per_point if key(i) == v])
+            print(f"| {' | '.join(v)} | {len(errors)} | {errors.mean():.2f} | {np.mean(room >= 0) * 100:.1f} "
                   f"| {np.median(room):.2f} |")
-
 
 if __name__ == "__main__":
     main()

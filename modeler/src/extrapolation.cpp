@@ -65,7 +65,7 @@ std::optional<Held> held_out_rates(const Dataset& d, const Function& f, std::siz
     const double miss = (row->y - predicted) / predicted;  // > 0: the run needed more
     // Past the runs the variable part is most of a peak: its own miss is what grows there.
     const double growth =
-        std::max(0.0, miss - jags.at(row->x)) * predicted / variable_part(g, row->x);
+        std::max(0.0, miss - jags.at(row->x, predicted)) * predicted / variable_part(g, row->x);
     out.rates.push_back(growth / reach);
     out.reach = std::max(out.reach, reach);
   }

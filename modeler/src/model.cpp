@@ -279,6 +279,12 @@ std::string Model::describe() const {
                   part.runs, part.search.c_str(), part.loo_mape * 100, part.train_mape * 100);
     s += buf;
     s += "  bound         " + part.bound.describe() + "\n";
+    if (part.bound.scale.size_power > 0) {
+      std::snprintf(buf, sizeof buf,
+                    "                errors of nearby runs carried by size: |error| ~ peak^-%.2f\n",
+                    part.bound.scale.size_power);
+      s += buf;
+    }
     s += "                off the training range, widened by " +
          std::to_string(part.runner_ups.size()) + " runner-up model(s)\n";
     for (const ParamCheck& c : part.bound.extrapolation.params) {

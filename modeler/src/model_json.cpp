@@ -65,6 +65,10 @@ ojson scale_json(const LocalScale& scale, const std::vector<double>& run_scales)
           {"floor", scale.floor},
           {"run_scales", run_scales}};
   if (scale.apart < SIZE_MAX) j["apart"] = scale.apart;
+  if (scale.size_power > 0) {
+    j["sizes"] = scale.sizes;
+    j["size_power"] = scale.size_power;
+  }
   return j;
 }
 
@@ -78,6 +82,14 @@ void read_scale(const json& s, std::size_t runs, std::size_t params, LocalScale&
   run_scales = s.at("run_scales").get<std::vector<double>>();
   // A model saved before the batch's two sides were kept apart has none.
   if (s.contains("apart")) scale.apart = s.at("apart").get<std::size_t>();
+  // One saved before errors were carried by size, or whose errors do not shrink with the
+  // peak, has no sizes: errors compared as they are.
+  if (s.contains("sizes")) {
+    scale.sizes = s.at("sizes").get<std::vector<double>>();
+    scale.size_power = s.at("size_power").get<double>();
+    if (scale.sizes.size() != runs)
+      throw ModelJsonError(where + ".sizes and its runs differ in length");
+  }
   if (scale.points.size() != runs || scale.errors.size() != runs || run_scales.size() != runs)
     throw ModelJsonError(where + " and its runs differ in length");
   for (const auto& x : scale.points)

@@ -66,7 +66,7 @@ CorrectedScores corrected_scores(const Bound& b, const Hypothesis& h, const Data
                                  const BatchSlices& slices, Correction kind) {
   CorrectedScores c;
   std::vector<std::vector<double>> points;
-  std::vector<double> errors;
+  std::vector<double> errors, sizes;
   for (std::size_t i = 0; i < b.runs; ++i) {
     const Peers peers(h.function, d.rows[i].x, slices, /*skip=*/i);
     const std::vector<Miss> misses = peers.misses(slices, &b, i);
@@ -78,10 +78,15 @@ CorrectedScores corrected_scores(const Bound& b, const Hypothesis& h, const Data
     c.ratios.push_back((y - loo_prediction) / loo_prediction);
     points.push_back(d.rows[i].x);
     errors.push_back(std::abs(c.ratios.back()));
+    sizes.push_back(y);
   }
-  c.scale = make_local_scale(std::move(points), std::move(errors), b.scale.apart);
+  c.scale = make_local_scale(std::move(points), std::move(errors), std::move(sizes), b.scale.apart);
+  // How a program's misses grow with its peak shows best on all its runs: these are a subset
+  // with the offsets of their configurations taken out (on their own the C++ sweep's took 0.61
+  // where all its runs show 0.89, and its bound covered 94.9% of held-out runs).
+  c.scale.size_power = b.scale.size_power;
   for (std::size_t k = 0; k < c.runs.size(); ++k)
-    c.run_scales.push_back(c.scale.at(c.scale.points[k], /*skip=*/k));
+    c.run_scales.push_back(c.scale.at(c.scale.points[k], c.scale.sizes[k], /*skip=*/k));
   return c;
 }
 
@@ -123,7 +128,7 @@ Bound make_bound(const Hypothesis& h, const Dataset& d, double level, const Batc
   b.loo_ratios = loo_ratios(h.fit);
   b.scale = local_scale_of(d, b.loo_ratios, batch);
   for (std::size_t i = 0; i < b.runs; ++i)
-    b.run_scales.push_back(b.scale.at(b.scale.points[i], /*skip=*/i));
+    b.run_scales.push_back(b.scale.at(b.scale.points[i], d.rows[i].y, /*skip=*/i));
   b.rank = order_statistic(level, b.runs);
   if (b.rank <= b.runs) {
     b.method = "jackknife+";
@@ -171,7 +176,7 @@ double upper_bound(const Bound& b, const Function& f, std::span<const double> x,
   // A kind with too few runs of its own for the level is bounded as the formula is (wider).
   if (kind != Correction::none &&
       order_statistic(b.requested_level, c.runs.size()) <= c.runs.size()) {
-    const double here = c.scale.at(x);
+    const double here = c.scale.at(x, full);
     std::vector<double> values;
     for (std::size_t k = 0; k < c.runs.size(); ++k) {
       const std::size_t i = c.runs[k];
@@ -182,7 +187,7 @@ double upper_bound(const Bound& b, const Function& f, std::span<const double> x,
     return std::max(order_value(values, b.requested_level), full);
   }
   const bool scaled = !b.scale.empty() && b.run_scales.size() == b.loo_ratios.size();
-  const double here = scaled ? b.scale.at(x) : 1;
+  const double here = scaled ? b.scale.at(x, formula) : 1;
   std::vector<double> values(b.loo_ratios.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     const double ratio = scaled ? here * b.loo_ratios[i] / b.run_scales[i] : b.loo_ratios[i];

@@ -129,6 +129,81 @@ TEST(Bound, BatchOneDoesNotWidenTheBoundFromBatchTwoOn) {
   EXPECT_GT(host.one, 0.1) << "batch 1's own runs still set its bound";
 }
 
+// Host memory misses by bytes of its own (the allocator's rounding, a phase of a few MiB), not by
+// a share of the peak: the Python U-net sweep's runs from batch 2 on miss by 2-4 MiB from 150 MiB
+// to 7.5 GiB. Carried as shares, the errors of the smaller runs nearby set the bound of the
+// larger ones.
+Dataset jittered_by_bytes(double mib, unsigned seed) {
+  Dataset d = testing::grid(
+      {"batch", "dim", "filters"}, {{1, 2, 4, 8}, {16, 32, 48, 64, 80, 96}, {8, 16}},
+      [](const std::vector<double>& x) {
+        return 1.5e8 + 360 * x[0] * std::pow(x[1], 3) * std::sqrt(x[2]);
+      },
+      0, seed);
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> gauss(0, 1);
+  for (auto& r : d.rows) r.y += mib * (1 << 20) * gauss(rng);
+  return d;
+}
+
+// The same bound with errors carried as shares of the peak, as before they were carried by size.
+Bound carried_as_shares(Bound b) {
+  const auto as_shares = [](LocalScale& scale, std::vector<double>& run_scales) {
+    scale.size_power = 0;
+    for (std::size_t k = 0; k < run_scales.size(); ++k)
+      run_scales[k] = scale.at(scale.points[k], scale.sizes[k], /*skip=*/k);
+  };
+  as_shares(b.scale, b.run_scales);
+  as_shares(b.carried.scale, b.carried.run_scales);
+  as_shares(b.line.scale, b.line.run_scales);
+  return b;
+}
+
+TEST(Bound, ErrorsOfAFewMiBAreCarriedAsBytesToTheLargerRuns) {
+  std::size_t covered = 0, total = 0;
+  std::vector<double> large, large_as_shares;
+  for (unsigned seed = 1; seed <= 8; ++seed) {
+    const auto [train, test] = testing::random_split(jittered_by_bytes(3, seed), 0.7, seed);
+    const Model m = fit(train);
+    const SubModel& part = m.parts.front();
+    // 3 MiB is 2% of 150 MiB and 0.04% of 7.5 GiB: a power near 1, taken toward 0 on 33 runs.
+    EXPECT_GT(part.bound.scale.size_power, 0.2);
+    const Bound shares = carried_as_shares(part.bound);
+    for (const auto& r : test.rows) {
+      const double upper = m.predict(part, r.x).upper;
+      covered += r.y <= upper;
+      ++total;
+      if (r.x[1] < 64) continue;
+      large.push_back((upper - r.y) / r.y);
+      large_as_shares.push_back((upper_bound(shares, part.function, r.x, part.slices) - r.y) / r.y);
+    }
+  }
+  EXPECT_GE(static_cast<double>(covered), 0.95 * static_cast<double>(total))
+      << covered << " of " << total;
+  // Measured: 0.61% carried by size, 0.89% as shares.
+  EXPECT_LT(median(large), 0.8 * median(large_as_shares))
+      << median(large) << " against " << median(large_as_shares);
+}
+
+// Errors that are a share of the peak (cuDNN's workspace, the caching allocator's blocks) keep
+// their share: a dozen runs of relative noise show no power, though ln|error| scatters by about
+// one unit and a slope of -0.4 turns up by chance.
+TEST(Bound, ErrorsThatAreASharesOfThePeakStayShares) {
+  for (unsigned seed = 1; seed <= 8; ++seed) {
+    const Dataset d = testing::grid(
+        {"batch", "dim"}, {{1, 2, 3, 4}, {16, 32, 48}},
+        [](const std::vector<double>& x) { return 7e7 + 3.3e6 * x[0] * x[1] * x[1] * x[1] / 256; },
+        0.03, seed);
+    std::vector<double> errors, sizes;
+    for (const auto& r : d.rows) {
+      errors.push_back(std::abs(r.y / (7e7 + 3.3e6 * r.x[0] * std::pow(r.x[1], 3) / 256) - 1));
+      sizes.push_back(r.y);
+    }
+    const std::vector<std::size_t> one_side(errors.size(), 0);
+    EXPECT_EQ(size_power_of(errors, sizes, one_side), 0) << "seed " << seed;
+  }
+}
+
 TEST(Bound, SaysSoWhenThereAreTooFewRuns) {
   Dataset d;
   d.params = {"batch"};
