@@ -37,8 +37,10 @@ struct FitOptions {
   std::size_t runner_ups = 3;  // alternative models kept to widen the bound off the data's range
   // Regimes: when the whole fit's leave-one-out MAPE is above `split_above`, the runs are cut in
   // two at the break that fits best (and each side again, up to `split_depth` levels); the cut
-  // is kept only when it brings the leave-one-out MAPE below `split_gain` times the whole's.
-  // A side needs at least `min_regime_runs` runs (0: three per fitted coefficient).
+  // is kept only when it brings the leave-one-out MAPE below `split_gain` times the whole's,
+  // every part beats the single formula on its runs, and a side of a dozen runs or fewer does
+  // so chosen again without each run (regimes.cpp). A side needs at least `min_regime_runs`
+  // runs (0: three per fitted coefficient).
   double split_above = 0.005;
   double split_gain = 0.5;
   std::size_t split_depth = 1;
