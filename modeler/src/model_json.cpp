@@ -89,6 +89,8 @@ void read_scale(const json& s, std::size_t runs, std::size_t params, LocalScale&
     scale.size_power = s.at("size_power").get<double>();
     if (scale.sizes.size() != runs)
       throw ModelJsonError(where + ".sizes and its runs differ in length");
+    if (!(scale.size_power >= 0 && scale.size_power <= 1))
+      throw ModelJsonError(where + ".size_power must lie in 0..1");
   }
   if (scale.points.size() != runs || scale.errors.size() != runs || run_scales.size() != runs)
     throw ModelJsonError(where + " and its runs differ in length");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "synthetic.hpp"
 
@@ -48,6 +49,34 @@ TEST(ModelJson, AModelSavedBeforeTheLocalScaleKeepsItsOneWidth) {
   const std::vector<double> x{2, 64, 16, 4};
   EXPECT_EQ(old.predict(old.parts[0], x).upper,
             upper_bound(one_width, m.parts[0].function, x, m.parts[0].slices));
+}
+
+// Errors of a few MiB on peaks from 400 MiB to 100 GB: the scale carries them by size.
+TEST(ModelJson, ErrorsCarriedBySizeRoundTripAndAreCheckedForLength) {
+  Dataset d = testing::unet_grid(0, 2);
+  std::mt19937 rng(2);
+  std::normal_distribution<double> gauss(0, 1);
+  for (auto& r : d.rows) r.y += 4.0 * (1 << 20) * gauss(rng);
+  const Model m = fit(d);
+  ASSERT_GT(m.parts[0].bound.scale.size_power, 0);
+  const Model back = model_from_json(to_json(m));
+  EXPECT_EQ(back.parts[0].bound.scale.size_power, m.parts[0].bound.scale.size_power);
+  expect_same_predictions(
+      m, back,
+      {Point{{{"batch", 2}, {"dim", 64}, {"filters", 16}, {"levels", 4}}, {}},
+       Point{{{"batch", 16}, {"dim", 144}, {"filters", 32}, {"levels", 5}}, {}}});
+  EXPECT_EQ(to_json(back), to_json(m));
+  auto power = nlohmann::json::parse(to_json(m));
+  power["models"][0]["bound"]["local_scale"]["size_power"] = 1.5;
+  EXPECT_THROW((void)model_from_json(power.dump()), ModelJsonError);
+  auto short_sizes = nlohmann::json::parse(to_json(m));
+  short_sizes["models"][0]["bound"]["local_scale"]["sizes"].erase(0);
+  try {
+    (void)model_from_json(short_sizes.dump());
+    FAIL() << "accepted a scale with a size missing";
+  } catch (const ModelJsonError& e) {
+    EXPECT_NE(std::string(e.what()).find("bound.local_scale.sizes"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ModelJson, RoundTripKeepsGpFeaturesAndCategories) {
