@@ -299,5 +299,6 @@ def main():
             print(f"| {' | '.join(v)} | {len(errors)} | {errors.mean():.2f} | {np.mean(room >= 0) * 100:.1f} "
                   f"| {np.median(room):.2f} |")
 
+
 if __name__ == "__main__":
     main()

@@ -188,7 +188,7 @@ TEST(Bound, ErrorsOfAFewMiBAreCarriedAsBytesToTheLargerRuns) {
 // Errors that are a share of the peak (cuDNN's workspace, the caching allocator's blocks) keep
 // their share: a dozen runs of relative noise show no power, though ln|error| scatters by about
 // one unit and a slope of -0.4 turns up by chance.
-TEST(Bound, ErrorsThatAreASharesOfThePeakStayShares) {
+TEST(Bound, ErrorsThatAreAShareOfThePeakStayShares) {
   for (unsigned seed = 1; seed <= 8; ++seed) {
     const Dataset d = testing::grid(
         {"batch", "dim"}, {{1, 2, 3, 4}, {16, 32, 48}},
