@@ -132,13 +132,10 @@ double size_power_of(std::span<const double> errors, std::span<const double> siz
 }
 
 LocalScale make_local_scale(std::vector<std::vector<double>> points, std::vector<double> errors,
-                            std::vector<double> sizes, std::size_t apart) {
+                            std::vector<double> sizes, double size_power, std::size_t apart) {
   LocalScale s;
   s.apart = apart;
-  std::vector<std::size_t> sides(errors.size(), 0);
-  for (std::size_t i = 0; i < sides.size() && i < points.size(); ++i)
-    if (apart < points[i].size()) sides[i] = points[i][apart] <= 1 ? 1 : 0;
-  s.size_power = size_power_of(errors, sizes, sides);
+  s.size_power = size_power;
   s.sizes = std::move(sizes);
   const double n = static_cast<double>(errors.size());
   s.neighbours =
@@ -154,12 +151,15 @@ LocalScale make_local_scale(std::vector<std::vector<double>> points, std::vector
 LocalScale local_scale_of(const Dataset& d, std::span<const double> ratios, std::size_t apart) {
   std::vector<std::vector<double>> points;
   std::vector<double> errors, sizes;
+  std::vector<std::size_t> sides;
   for (std::size_t i = 0; i < ratios.size() && i < d.rows.size(); ++i) {
     points.push_back(d.rows[i].x);
     errors.push_back(std::abs(ratios[i]));
     sizes.push_back(d.rows[i].y);
+    sides.push_back(apart < d.rows[i].x.size() && d.rows[i].x[apart] <= 1 ? 1 : 0);
   }
-  return make_local_scale(std::move(points), std::move(errors), std::move(sizes), apart);
+  const double power = size_power_of(errors, sizes, sides);
+  return make_local_scale(std::move(points), std::move(errors), std::move(sizes), power, apart);
 }
 
 }  // namespace memwatch::model

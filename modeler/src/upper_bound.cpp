@@ -80,12 +80,12 @@ CorrectedScores corrected_scores(const Bound& b, const Hypothesis& h, const Data
     errors.push_back(std::abs(c.ratios.back()));
     sizes.push_back(y);
   }
-  c.scale = make_local_scale(std::move(points), std::move(errors), std::move(sizes), b.scale.apart);
   // How a program's misses grow with its peak shows best on all its runs: these are a subset
   // with the offsets of their configurations taken out (with the raw slopes, the C++ sweep's
   // corrected scores showed 0.61 where all its runs show 0.89, and read on their own they left
   // its bound covering 94.9% of held-out runs, against 96.2%).
-  c.scale.size_power = b.scale.size_power;
+  c.scale = make_local_scale(std::move(points), std::move(errors), std::move(sizes),
+                             b.scale.size_power, b.scale.apart);
   for (std::size_t k = 0; k < c.runs.size(); ++k)
     c.run_scales.push_back(c.scale.at(c.scale.points[k], c.scale.sizes[k], /*skip=*/k));
   return c;

@@ -56,12 +56,13 @@ struct LocalScale {
 // A neighbourhood of max(4, sqrt(n) / 2) runs: on the U-net sweep's 82-run splits, 5 neighbours
 // give a median headroom of 5.7% at 97.6% coverage, 9 give 8.5%, 18 give 13.8% (the
 // neighbourhood reaches across regimes); the floor is a twentieth of the mean error, so no
-// neighbourhood claims more than 20x precision.
+// neighbourhood claims more than 20x precision. Errors are carried by `size_power`.
 [[nodiscard]] LocalScale make_local_scale(std::vector<std::vector<double>> points,
                                           std::vector<double> errors, std::vector<double> sizes,
-                                          std::size_t apart = SIZE_MAX);
+                                          double size_power, std::size_t apart = SIZE_MAX);
 
-// The scale of a fit's leave-one-out `ratios` (loo_ratios, one per run of `d`) over d's runs.
+// The scale of a fit's leave-one-out `ratios` (loo_ratios, one per run of `d`) over d's runs,
+// its size power read from them (size_power_of, each side of `apart` on its own).
 [[nodiscard]] LocalScale local_scale_of(const Dataset& d, std::span<const double> ratios,
                                         std::size_t apart = SIZE_MAX);
 
