@@ -83,7 +83,7 @@ int cmd_fit(std::span<char* const> argv) {
     options.terms.log_exponents = log_powers(parse_count(*j, "--log-power", 1, 3));
   if (auto f = args.value("factors"))
     options.terms.max_factors = parse_count(*f, "--factors", 1, 6);
-  if (args.flag("formula-only")) options.batch_slices = false;
+  if (args.flag("formula-only")) options.corrections = false;
   if (auto axes = args.value("axes")) options.priors.axes = axes_option(*axes);
   if (auto gp = args.value("gp")) {
     if (*gp == "always")

@@ -32,6 +32,16 @@ std::vector<std::pair<double, double>> ranges_of(const Dataset& d) {
   return ranges;
 }
 
+// The parameters peers may differ in: those the runs vary, the batch first (it wins ties).
+std::vector<std::size_t> varied_params(const Dataset& d, std::size_t batch) {
+  std::vector<std::size_t> varied;
+  if (batch < d.params.size()) varied.push_back(batch);
+  const auto ranges = ranges_of(d);
+  for (std::size_t p = 0; p < d.params.size(); ++p)
+    if (p != batch && ranges[p].first < ranges[p].second) varied.push_back(p);
+  return varied;
+}
+
 }  // namespace
 
 TermSearchOptions shaped_terms(const Dataset& d, const FitOptions& options) {
@@ -118,22 +128,17 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
   part.runs = d.rows.size();
   const std::size_t batch =
       options.priors.enabled ? batch_param(d.params, options.priors) : d.params.size();
-  if (options.batch_slices && options.priors.enabled) part.slices = make_batch_slices(d, batch);
   const std::size_t one = batch_one_apart(d.params, d.target, options.priors);
   const std::size_t apart = one < d.params.size() ? one : SIZE_MAX;
-  part.bound =
-      final_fit ? make_bound(*final_fit, d, options.bound_level, part.slices, apart) : Bound{};
+  part.bound = final_fit ? make_bound(*final_fit, d, options.bound_level, {}, apart) : Bound{};
+  if (final_fit && options.corrections && options.priors.enabled)
+    part.slices = choose_corrections(part.bound, *final_fit, d, varied_params(d, batch), batch);
   if (final_fit)
     part.bound.extrapolation = check_extrapolation(
         d, part.function, {.nonnegative = terms.nonnegative, .loss = options.loss, .apart = apart},
         part.loo_mape);
   if (options.priors.enabled && !overruled)
     for (ParamCheck& c : part.bound.extrapolation.params) c.affine = c.param == batch;
-  if (!part.slices.empty() && !corrections_pay(part.bound)) {
-    part.slices = {};
-    part.bound.carried = {};
-    part.bound.line = {};
-  }
   // Runner-ups: credible alternatives (within twice the best error, or half a percent) with
   // different terms; where they disagree off the data, the data could not tell them apart.
   const double credible = std::max(2 * part.loo_mape, part.loo_mape + 0.005);
@@ -312,9 +317,12 @@ std::string Model::describe() const {
                       c.miss_per_reach * 100);
       s += buf;
     }
-    if (!part.slices.empty())
-      s += "  corrected     by the misses of runs of the same configuration at other " +
-           params[part.slices.param] + " values\n";
+    if (!part.slices.empty()) {
+      s += "  corrected     by the misses of the runs that differ from a point in ";
+      for (std::size_t k = 0; k < part.slices.along.size(); ++k)
+        s += (k ? ", else in " : "") + params[part.slices.along[k]] + " alone";
+      s += "\n";
+    }
   }
   return s;
 }

@@ -98,6 +98,37 @@ void read_scale(const json& s, std::size_t runs, std::size_t params, LocalScale&
     if (x.size() != params) throw ModelJsonError(where + ".points entry has the wrong length");
 }
 
+// The scores of one parameter's corrections, by kind (either may be absent), of `bound`'s runs.
+CorrectionScores read_correction_scores(const json& kinds, const Bound& bound, std::size_t params,
+                                        const std::string& where) {
+  CorrectionScores scores;
+  for (const auto& [name, c] : {std::pair{"carried", &scores.carried}, {"line", &scores.line}}) {
+    if (!kinds.contains(name)) continue;
+    const json& jc = kinds.at(name);
+    const std::string at = where + "." + name;
+    c->runs = jc.at("runs").get<std::vector<std::size_t>>();
+    c->ratios = jc.at("ratios").get<std::vector<double>>();
+    if (c->ratios.size() != c->runs.size())
+      throw ModelJsonError(at + ".runs and " + at + ".ratios differ in length");
+    for (std::size_t i : c->runs)
+      if (i >= bound.loo_ratios.size())
+        throw ModelJsonError(at + ".runs names a run the bound does not have");
+    read_scale(jc.at("local_scale"), c->runs.size(), params, c->scale, c->run_scales,
+               at + ".local_scale");
+  }
+  return scores;
+}
+
+// The training runs a part's slices hold.
+void read_slice_runs(const json& s, std::size_t params, Slices& slices, const std::string& where) {
+  slices.points = s.at("points").get<std::vector<std::vector<double>>>();
+  slices.measured = s.at("measured").get<std::vector<double>>();
+  if (slices.points.size() != slices.measured.size())
+    throw ModelJsonError(where + ".points and " + where + ".measured differ in length");
+  for (const auto& x : slices.points)
+    if (x.size() != params) throw ModelJsonError(where + ".points entry has the wrong length");
+}
+
 }  // namespace
 
 std::string to_json(const Model& m, int indent) {
@@ -132,11 +163,19 @@ std::string to_json(const Model& m, int indent) {
                   {"loo_shifts", std::move(shifts)}};
     if (!p.bound.scale.empty())
       j["bound"]["local_scale"] = scale_json(p.bound.scale, p.bound.run_scales);
-    for (const auto& [name, c] : {std::pair{"carried", &p.bound.carried}, {"line", &p.bound.line}})
-      if (!c->runs.empty())
-        j["bound"][name] = {{"runs", c->runs},
-                            {"ratios", c->ratios},
-                            {"local_scale", scale_json(c->scale, c->run_scales)}};
+    if (!p.bound.corrected.empty()) {
+      ojson corrected = ojson::array();
+      for (const CorrectionScores& scores : p.bound.corrected) {
+        ojson kinds = ojson::object();
+        for (const auto& [name, c] : {std::pair{"carried", &scores.carried}, {"line", &scores.line}})
+          if (!c->runs.empty())
+            kinds[name] = {{"runs", c->runs},
+                           {"ratios", c->ratios},
+                           {"local_scale", scale_json(c->scale, c->run_scales)}};
+        corrected.push_back(std::move(kinds));
+      }
+      j["bound"]["corrected"] = std::move(corrected);
+    }
     ojson checks = ojson::array();
     for (const ParamCheck& c : p.bound.extrapolation.params)
       checks.push_back({{"param", m.params[c.param]},
@@ -150,10 +189,14 @@ std::string to_json(const Model& m, int indent) {
     ojson runner_ups = ojson::array();
     for (const auto& r : p.runner_ups) runner_ups.push_back(function_json(r, m.params));
     j["runner_ups"] = std::move(runner_ups);
-    if (!p.slices.empty())
-      j["batch_slices"] = {{"param", m.params[p.slices.param]},
-                           {"points", p.slices.points},
-                           {"measured", p.slices.measured}};
+    if (!p.slices.empty()) {
+      ojson along = ojson::array();
+      for (std::size_t a : p.slices.along) along.push_back(m.params[a]);
+      j["slices"] = {{"along", std::move(along)},
+                     {"points", p.slices.points},
+                     {"measured", p.slices.measured}};
+      if (p.slices.batch < m.params.size()) j["slices"]["batch"] = m.params[p.slices.batch];
+    }
     parts.push_back(std::move(j));
   }
   ojson out{{"schema", model_schema},
@@ -215,21 +258,14 @@ Model model_from_json(std::string_view text) {
       if (b.contains("local_scale"))
         read_scale(b.at("local_scale"), p.bound.loo_ratios.size(), m.params.size(), p.bound.scale,
                    p.bound.run_scales, "bound.local_scale");
-      for (const auto& [name, c] :
-           {std::pair{"carried", &p.bound.carried}, {"line", &p.bound.line}}) {
-        if (!b.contains(name)) continue;
-        const json& jc = b.at(name);
-        const std::string where = std::string("bound.") + name;
-        c->runs = jc.at("runs").get<std::vector<std::size_t>>();
-        c->ratios = jc.at("ratios").get<std::vector<double>>();
-        if (c->ratios.size() != c->runs.size())
-          throw ModelJsonError(where + ".runs and " + where + ".ratios differ in length");
-        for (std::size_t i : c->runs)
-          if (i >= p.bound.loo_ratios.size())
-            throw ModelJsonError(where + ".runs names a run the bound does not have");
-        read_scale(jc.at("local_scale"), c->runs.size(), m.params.size(), c->scale, c->run_scales,
-                   where + ".local_scale");
-      }
+      // Models saved before a second parameter could correct hold the batch's scores alone.
+      if (b.contains("corrected"))
+        for (const json& kinds : b.at("corrected"))
+          p.bound.corrected.push_back(read_correction_scores(kinds, p.bound, m.params.size(),
+                                                             "bound.corrected"));
+      else if (b.contains("carried") || b.contains("line"))
+        p.bound.corrected.push_back(
+            read_correction_scores(b, p.bound, m.params.size(), "bound"));
       // Models saved before the check have none: no widening past the runs, as they predicted.
       if (b.contains("extrapolation"))
         for (const json& e : b.at("extrapolation")) {
@@ -249,18 +285,23 @@ Model model_from_json(std::string_view text) {
           p.bound.extrapolation.params.push_back(c);
         }
       for (const auto& r : jp.at("runner_ups")) p.runner_ups.push_back(function_from(r, m.params));
-      // Models saved before the slices have none: the formula alone, as they predicted.
-      if (jp.contains("batch_slices")) {
+      // Models saved before the slices have none: the formula alone, as they predicted; those
+      // saved before a second parameter could correct have the batch's.
+      if (jp.contains("slices")) {
+        const json& s = jp.at("slices");
+        for (const json& name : s.at("along"))
+          p.slices.along.push_back(param_index(m.params, name.get<std::string>()));
+        if (s.contains("batch"))
+          p.slices.batch = param_index(m.params, s.at("batch").get<std::string>());
+        read_slice_runs(s, m.params.size(), p.slices, "slices");
+      } else if (jp.contains("batch_slices")) {
         const json& s = jp.at("batch_slices");
-        p.slices.param = param_index(m.params, s.at("param").get<std::string>());
-        p.slices.points = s.at("points").get<std::vector<std::vector<double>>>();
-        p.slices.measured = s.at("measured").get<std::vector<double>>();
-        if (p.slices.points.size() != p.slices.measured.size())
-          throw ModelJsonError("batch_slices.points and batch_slices.measured differ in length");
-        for (const auto& x : p.slices.points)
-          if (x.size() != m.params.size())
-            throw ModelJsonError("batch_slices.points entry has the wrong length");
+        p.slices.batch = param_index(m.params, s.at("param").get<std::string>());
+        p.slices.along = {p.slices.batch};
+        read_slice_runs(s, m.params.size(), p.slices, "batch_slices");
       }
+      if (p.slices.along.size() < p.bound.corrected.size())
+        throw ModelJsonError("bound.corrected has more entries than slices.along");
       m.parts.push_back(std::move(p));
     }
     return m;

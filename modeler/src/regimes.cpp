@@ -117,10 +117,11 @@ Eigen::VectorXd predicted_errors(const SubModel& part) {
   Eigen::VectorXd errors(static_cast<Eigen::Index>(b.loo_ratios.size()));
   for (std::size_t i = 0; i < b.loo_ratios.size(); ++i)
     errors(static_cast<Eigen::Index>(i)) = relative_to_run(b.loo_ratios[i]);
-  for (const CorrectedScores* c : {&b.carried, &b.line})
-    for (std::size_t k = 0; k < c->runs.size(); ++k)
-      if (const auto run = static_cast<Eigen::Index>(c->runs[k]); run < errors.size())
-        errors(run) = relative_to_run(c->ratios[k]);
+  for (const CorrectionScores& scores : b.corrected)
+    for (const CorrectedScores* c : {&scores.carried, &scores.line})
+      for (std::size_t k = 0; k < c->runs.size(); ++k)
+        if (const auto run = static_cast<Eigen::Index>(c->runs[k]); run < errors.size())
+          errors(run) = relative_to_run(c->ratios[k]);
   return errors;
 }
 

@@ -23,16 +23,22 @@ Eigen::VectorXd features_at(const Function& f, std::span<const double> x) {
   return phi;
 }
 
-// x's peers: their features and the full formula's value there, for every leave-one-out fit.
+// x's peers (along the first parameter of the slices it has any along): their features and the
+// full formula's value there, for every leave-one-out fit.
 struct Peers {
-  std::vector<std::size_t> runs;
+  PeersAlong along;
+  double at = 0;        // x's value along that parameter
+  bool affine = false;  // the batch: misses along it follow a line
   std::vector<Eigen::VectorXd> features;
   std::vector<double> full;
 
-  Peers(const Function& f, std::span<const double> x, const BatchSlices& slices,
+  Peers(const Function& f, std::span<const double> x, const Slices& slices,
         std::size_t skip = SIZE_MAX)
-      : runs(slices.peers_of(x, skip)) {
-    for (std::size_t j : runs) {
+      : along(slices.first_peers(x, skip)) {
+    if (along.runs.empty()) return;
+    at = x[along.param];
+    affine = along.param == slices.batch;
+    for (std::size_t j : along.runs) {
       features.push_back(features_at(f, slices.points[j]));
       full.push_back(f.evaluate(slices.points[j]));
     }
@@ -40,40 +46,46 @@ struct Peers {
 
   // The misses from the formula fitted without run `left_out` (of `loo`; the full formula
   // without it); the run left out is no peer.
-  [[nodiscard]] std::vector<Miss> misses(const BatchSlices& slices, const Bound* loo = nullptr,
+  [[nodiscard]] std::vector<Miss> misses(const Slices& slices, const Bound* loo = nullptr,
                                          std::size_t left_out = SIZE_MAX) const {
     std::vector<Miss> misses;
-    for (std::size_t k = 0; k < runs.size(); ++k) {
-      if (runs[k] == left_out) continue;
+    for (std::size_t k = 0; k < along.runs.size(); ++k) {
+      const std::size_t run = along.runs[k];
+      if (run == left_out) continue;
       double there = full[k];
       if (loo) there -= features[k].dot(loo->loo_shifts.col(static_cast<Eigen::Index>(left_out)));
-      misses.push_back(
-          {slices.points[runs[k]][slices.param], slices.measured[runs[k]] - there, there});
+      misses.push_back({slices.points[run][along.param], slices.measured[run] - there, there});
     }
     return misses;
   }
 
-  // The correction at `batch` of that formula, whose value there is `predicted`.
-  [[nodiscard]] double correction_at(const BatchSlices& slices, double batch, double predicted,
+  [[nodiscard]] Correction kind(const Slices& slices) const {
+    return correction_kind(misses(slices), affine);
+  }
+
+  // The correction at x of that formula, whose value there is `predicted`.
+  [[nodiscard]] double correction_at(const Slices& slices, double predicted,
                                      const Bound* loo = nullptr,
                                      std::size_t left_out = SIZE_MAX) const {
-    return correction(misses(slices, loo, left_out), batch, predicted);
+    return correction(misses(slices, loo, left_out), at, predicted, affine);
   }
 };
 
-// The corrected scores of the runs whose own peers correct them the `kind` way.
+// The corrected scores of the runs whose own peers correct them along the slices' parameter of
+// `rank`, the `kind` way.
 CorrectedScores corrected_scores(const Bound& b, const Hypothesis& h, const Dataset& d,
-                                 const BatchSlices& slices, Correction kind) {
+                                 const Slices& slices, std::size_t rank, Correction kind) {
   CorrectedScores c;
   std::vector<std::vector<double>> points;
   std::vector<double> errors, sizes;
   for (std::size_t i = 0; i < b.runs; ++i) {
     const Peers peers(h.function, d.rows[i].x, slices, /*skip=*/i);
+    if (peers.along.rank != rank) continue;
     const std::vector<Miss> misses = peers.misses(slices, &b, i);
-    if (correction_kind(misses) != kind) continue;
+    if (correction_kind(misses, peers.affine) != kind) continue;
     const double y = d.rows[i].y;
     double loo_prediction = y / (1 + b.loo_ratios[i]);
-    loo_prediction += correction(misses, d.rows[i].x[slices.param], loo_prediction);
+    loo_prediction += correction(misses, peers.at, loo_prediction, peers.affine);
     c.runs.push_back(i);
     c.ratios.push_back((y - loo_prediction) / loo_prediction);
     points.push_back(d.rows[i].x);
@@ -89,6 +101,31 @@ CorrectedScores corrected_scores(const Bound& b, const Hypothesis& h, const Data
   for (std::size_t k = 0; k < c.runs.size(); ++k)
     c.run_scales.push_back(c.scale.at(c.scale.points[k], c.scale.sizes[k], /*skip=*/k));
   return c;
+}
+
+void add_corrected_scores(Bound& b, const Hypothesis& h, const Dataset& d, const Slices& slices) {
+  b.corrected.clear();
+  for (std::size_t rank = 0; rank < slices.along.size(); ++rank)
+    b.corrected.push_back({corrected_scores(b, h, d, slices, rank, Correction::carried),
+                           corrected_scores(b, h, d, slices, rank, Correction::line)});
+}
+
+// The runs' leave-one-out errors as the model predicts them: corrected where the scores of a
+// correction cover the run, the formula's elsewhere.
+std::vector<double> predicted_errors(const Bound& b) {
+  std::vector<double> errors(b.loo_ratios.size());
+  for (std::size_t i = 0; i < errors.size(); ++i) errors[i] = std::abs(b.loo_ratios[i]);
+  for (const CorrectionScores& scores : b.corrected)
+    for (const CorrectedScores* c : {&scores.carried, &scores.line})
+      for (std::size_t k = 0; k < c->runs.size(); ++k) errors[c->runs[k]] = std::abs(c->ratios[k]);
+  return errors;
+}
+
+// What `after` saves over `before` in summed error.
+double saved(const std::vector<double>& before, const std::vector<double>& after) {
+  double sum = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) sum += before[i] - after[i];
+  return sum;
 }
 
 // The jackknife+ value of `values` at the bound's level (the largest where too few).
@@ -120,7 +157,7 @@ std::string Bound::describe() const {
   return buf;
 }
 
-Bound make_bound(const Hypothesis& h, const Dataset& d, double level, const BatchSlices& slices,
+Bound make_bound(const Hypothesis& h, const Dataset& d, double level, const Slices& slices,
                  std::size_t batch) {
   Bound b;
   b.requested_level = level;
@@ -139,32 +176,51 @@ Bound make_bound(const Hypothesis& h, const Dataset& d, double level, const Batc
     b.rank = b.runs;
     b.level = static_cast<double>(b.runs) / static_cast<double>(b.runs + 1);
   }
-  if (!slices.empty()) {
-    b.carried = corrected_scores(b, h, d, slices, Correction::carried);
-    b.line = corrected_scores(b, h, d, slices, Correction::line);
-  }
+  if (!slices.empty()) add_corrected_scores(b, h, d, slices);
   return b;
 }
 
-bool corrections_pay(const Bound& b) {
-  double corrected = 0, formula = 0;
-  for (const CorrectedScores* c : {&b.carried, &b.line})
-    for (std::size_t k = 0; k < c->runs.size(); ++k) {
-      corrected += std::abs(c->ratios[k]);
-      formula += std::abs(b.loo_ratios[c->runs[k]]);
-    }
-  return corrected < formula;
+Slices choose_corrections(Bound& b, const Hypothesis& h, const Dataset& d,
+                          const std::vector<std::size_t>& candidates, std::size_t batch) {
+  b.corrected.clear();
+  std::vector<std::size_t> along;
+  std::vector<double> errors = predicted_errors(b);
+  const auto tried_errors = [&](const std::vector<std::size_t>& trial) {
+    Bound tried = b;
+    add_corrected_scores(tried, h, d, make_slices(d, trial, batch));
+    return predicted_errors(tried);
+  };
+  // The batch first: its peers are the configuration itself, along the one parameter memory is
+  // affine in. Chosen by the runs' errors alone like the others, the C++ sweep's held-out runs
+  // were missed by 2.81% on its random splits, against 2.66% with the batch first.
+  if (std::find(candidates.begin(), candidates.end(), batch) != candidates.end())
+    if (const auto e = tried_errors({batch}); saved(errors, e) > 0) errors = e, along = {batch};
+  // Then the one other parameter that corrects the rest best. A third choice among the same runs
+  // fitted their noise: chains of three and four parameters, held-out error 2.73% against 2.66%.
+  std::vector<double> best_errors;
+  std::size_t best = SIZE_MAX;
+  for (std::size_t p : candidates) {
+    if (p == batch) continue;
+    std::vector<std::size_t> trial = along;
+    trial.push_back(p);
+    const std::vector<double> e = tried_errors(trial);
+    if (saved(best == SIZE_MAX ? errors : best_errors, e) > 0) best = p, best_errors = e;
+  }
+  if (best != SIZE_MAX) along.push_back(best);
+  Slices slices = make_slices(d, along, batch);
+  if (!slices.empty()) add_corrected_scores(b, h, d, slices);
+  return slices;
 }
 
-double corrected_value(const Function& f, std::span<const double> x, const BatchSlices& slices) {
+double corrected_value(const Function& f, std::span<const double> x, const Slices& slices) {
   const double full = f.evaluate(x);
   if (slices.empty()) return full;
   const Peers peers(f, x, slices);
-  return full + peers.correction_at(slices, x[slices.param], full);
+  return full + peers.correction_at(slices, full);
 }
 
 double upper_bound(const Bound& b, const Function& f, std::span<const double> x,
-                   const BatchSlices& slices) {
+                   const Slices& slices) {
   const Eigen::VectorXd phi = features_at(f, x);
   const double formula = f.evaluate(x);
   const double full = corrected_value(f, x, slices);
@@ -172,18 +228,21 @@ double upper_bound(const Bound& b, const Function& f, std::span<const double> x,
     return formula - phi.dot(b.loo_shifts.col(static_cast<Eigen::Index>(i)));
   };
   const Peers peers(f, x, slices);
-  const Correction kind = correction_kind(peers.misses(slices));
-  const CorrectedScores& c = kind == Correction::line ? b.line : b.carried;
+  const Correction kind = peers.kind(slices);
+  const CorrectedScores* c = nullptr;
+  if (kind != Correction::none && peers.along.rank < b.corrected.size())
+    c = kind == Correction::line ? &b.corrected[peers.along.rank].line
+                                 : &b.corrected[peers.along.rank].carried;
   // A kind with too few runs of its own for the level is bounded as the formula is (wider).
-  if (kind != Correction::none &&
-      order_statistic(b.requested_level, c.runs.size()) <= c.runs.size()) {
-    const double here = c.scale.at(x, full);
+  if (c && order_statistic(b.requested_level, c->runs.size()) <= c->runs.size()) {
+    const CorrectedScores& scores = *c;
+    const double here = scores.scale.at(x, full);
     std::vector<double> values;
-    for (std::size_t k = 0; k < c.runs.size(); ++k) {
-      const std::size_t i = c.runs[k];
+    for (std::size_t k = 0; k < scores.runs.size(); ++k) {
+      const std::size_t i = scores.runs[k];
       const double loo_prediction =
-          loo_formula(i) + peers.correction_at(slices, x[slices.param], loo_formula(i), &b, i);
-      values.push_back(loo_prediction * (1 + here * c.ratios[k] / c.run_scales[k]));
+          loo_formula(i) + peers.correction_at(slices, loo_formula(i), &b, i);
+      values.push_back(loo_prediction * (1 + here * scores.ratios[k] / scores.run_scales[k]));
     }
     return std::max(order_value(values, b.requested_level), full);
   }

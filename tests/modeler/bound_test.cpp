@@ -154,8 +154,10 @@ Bound carried_as_shares(Bound b) {
       run_scales[k] = scale.at(scale.points[k], scale.sizes[k], /*skip=*/k);
   };
   as_shares(b.scale, b.run_scales);
-  as_shares(b.carried.scale, b.carried.run_scales);
-  as_shares(b.line.scale, b.line.run_scales);
+  for (CorrectionScores& scores : b.corrected) {
+    as_shares(scores.carried.scale, scores.carried.run_scales);
+    as_shares(scores.line.scale, scores.line.run_scales);
+  }
   return b;
 }
 

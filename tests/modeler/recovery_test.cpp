@@ -188,7 +188,7 @@ TEST(Recovery, RunsOffTheLawDoNotPullTheRestAway) {
   FitOptions squared;
   squared.loss = Loss::squared;
   squared.split_depth = 0;
-  squared.batch_slices = false;  // the formula's own errors, which the loss decides
+  squared.corrections = false;  // the formula's own errors, which the loss decides
   FitOptions huber = squared;
   huber.loss = Loss::huber;
   const double squared_error = mape(fit(train, squared), lawful);

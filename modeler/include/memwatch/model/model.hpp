@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "memwatch/model/batch_slices.hpp"
+#include "memwatch/model/slices.hpp"
 #include "memwatch/model/dataset.hpp"
 #include "memwatch/model/function.hpp"
 #include "memwatch/model/gp_search.hpp"
@@ -46,9 +46,9 @@ struct FitOptions {
   std::size_t split_depth = 1;
   std::size_t split_lookahead = 3;  // cuts screened again with their sides cut too
   std::size_t min_regime_runs = 0;
-  // Correct each prediction by the misses of the training runs of its configuration at other
-  // batch sizes (batch_slices.hpp), where the priors name a batch parameter.
-  bool batch_slices = true;
+  // Correct each prediction by the misses of the training runs that differ from it in one
+  // parameter (slices.hpp: its configuration's other batch sizes, first), where they pay.
+  bool corrections = true;
 };
 
 // A dataset the modeler cannot fit: too few runs for the parameters (in some category).
@@ -69,7 +69,7 @@ struct SubModel {
   std::vector<std::pair<double, double>> range;  // per parameter: training min, max
   Bound bound;
   std::vector<Function> runner_ups;
-  BatchSlices slices;  // empty: the formula alone
+  Slices slices;  // empty: the formula alone
 };
 
 struct Prediction {
@@ -123,9 +123,9 @@ struct Model {
                                          Loss loss = Loss::squared);
 
 // Each of `part`'s runs' leave-one-out error relative to the run, as the part predicts it: the
-// formula's (bound.loo_ratios), or, where it corrects a configuration's batch sizes by the misses
-// of its others (batch_slices.hpp), the corrected one for the runs those scores cover
-// (bound.carried, bound.line). Empty for a part without a bound.
+// formula's (bound.loo_ratios), or, where it corrects a prediction by the misses of its peers
+// (slices.hpp), the corrected one for the runs those scores cover (bound.corrected). Empty for a
+// part without a bound.
 [[nodiscard]] Eigen::VectorXd predicted_errors(const SubModel& part);
 
 // A cut must make every part better, not only the average: each part's leave-one-out MAPE, as

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "memwatch/model/batch_slices.hpp"
+#include "memwatch/model/slices.hpp"
 #include "memwatch/model/dataset.hpp"
 #include "memwatch/model/extrapolation.hpp"
 #include "memwatch/model/function.hpp"
@@ -19,9 +19,9 @@
 
 namespace memwatch::model {
 
-// The corrected prediction's leave-one-out scores (batch_slices.hpp), on the runs whose peers
-// correct them in one way (a carried miss, or a line): the population a prediction corrected
-// that way belongs to. A point without peers is predicted by the formula alone and bounded by
+// The corrected prediction's leave-one-out scores (slices.hpp), on the runs whose peers along
+// one parameter correct them in one way (a carried miss, or a line): the population a
+// prediction corrected that way belongs to. A point without peers is predicted by the formula alone and bounded by
 // the formula's scores; the corrected ones, several times smaller, would leave it uncovered, as
 // a line's would leave a carried miss (89% coverage on the U-net sweep when pooled).
 struct CorrectedScores {
@@ -29,6 +29,12 @@ struct CorrectedScores {
   std::vector<double> ratios;     // (y_i - g_{-i}(x_i)) / g_{-i}(x_i), g the corrected prediction
   LocalScale scale;
   std::vector<double> run_scales;
+};
+
+// The scores of the predictions corrected along one parameter of the slices, by kind.
+struct CorrectionScores {
+  CorrectedScores carried;
+  CorrectedScores line;
 };
 
 struct Bound {
@@ -45,8 +51,7 @@ struct Bound {
   // empty for a model saved before the scale existed: one width for every point then.
   LocalScale scale;
   std::vector<double> run_scales;
-  CorrectedScores carried;  // both empty without batch slices
-  CorrectedScores line;
+  std::vector<CorrectionScores> corrected;  // one per parameter of the slices' `along`
   // Past the runs' memory, the bound widens by the misses a refit without the furthest runs
   // made at them; empty (no widening) for too few runs or a model saved before it.
   ExtrapolationCheck extrapolation;
@@ -63,19 +68,24 @@ struct Bound {
 // misses from that formula. `batch`, the batch parameter (SIZE_MAX: none), keeps the local
 // scales of batch 1 and of batches from 2 on apart (local_scale.hpp).
 [[nodiscard]] Bound make_bound(const Hypothesis& h, const Dataset& d, double level,
-                               const BatchSlices& slices = {}, std::size_t batch = SIZE_MAX);
+                               const Slices& slices = {}, std::size_t batch = SIZE_MAX);
 
-// Whether the corrected predictions miss their left-out runs less than the formula does, on the
-// runs that have peers. Where runs scatter independently (noise, not a configuration's own
-// offset) a peer's miss is its noise, and carrying it over adds it to this run's.
-[[nodiscard]] bool corrections_pay(const Bound& b);
+// The parameters whose peers correct a prediction (slices.hpp), chosen on `d`'s runs: greedily,
+// each the one whose peers' misses most lower the leave-one-out errors of the runs the earlier
+// ones leave to the formula, and only while they lower them. Where runs scatter independently
+// (noise, not a configuration's own offset) a peer's miss is its noise, and carrying it over
+// adds it to this run's: none is chosen. `candidates` in the order ties are broken; `b` (made
+// without slices) gets the chosen ones' scores.
+[[nodiscard]] Slices choose_corrections(Bound& b, const Hypothesis& h, const Dataset& d,
+                                        const std::vector<std::size_t>& candidates,
+                                        std::size_t batch);
 
 // The bound at x for the model `f` the bound was made from, and the slices it was made with.
 [[nodiscard]] double upper_bound(const Bound& b, const Function& f, std::span<const double> x,
-                                 const BatchSlices& slices = {});
+                                 const Slices& slices = {});
 
 // f's value at x, corrected by the misses of x's peers in `slices`.
 [[nodiscard]] double corrected_value(const Function& f, std::span<const double> x,
-                                     const BatchSlices& slices);
+                                     const Slices& slices);
 
 }  // namespace memwatch::model
