@@ -46,8 +46,8 @@ constexpr const char* usage =
     "--factors F: parameters a term may multiply together (default 3; up to 6).\n"
     "--regimes N: cut the runs at up to N nested breaks where one formula cannot follow them\n"
     "(0: never).\n"
-    "--formula-only: predict by the formula alone, without correcting a configuration's batch\n"
-    "sizes by the misses of its measured ones.\n"
+    "--formula-only: predict by the formula alone, without correcting a point by the misses of\n"
+    "the runs that differ from it in one parameter (its configuration's other batch sizes).\n"
     "--axes P=K,...: P spans K axes of the trainer's tensors (a cube's edge 3, one side of a\n"
     "patch 1): memory is a polynomial of degree K in P that carries P^K (the activations).";
 
