@@ -167,7 +167,8 @@ std::string to_json(const Model& m, int indent) {
       ojson corrected = ojson::array();
       for (const CorrectionScores& scores : p.bound.corrected) {
         ojson kinds = ojson::object();
-        for (const auto& [name, c] : {std::pair{"carried", &scores.carried}, {"line", &scores.line}})
+        for (const auto& [name, c] :
+             {std::pair{"carried", &scores.carried}, {"line", &scores.line}})
           if (!c->runs.empty())
             kinds[name] = {{"runs", c->runs},
                            {"ratios", c->ratios},
@@ -261,11 +262,10 @@ Model model_from_json(std::string_view text) {
       // Models saved before a second parameter could correct hold the batch's scores alone.
       if (b.contains("corrected"))
         for (const json& kinds : b.at("corrected"))
-          p.bound.corrected.push_back(read_correction_scores(kinds, p.bound, m.params.size(),
-                                                             "bound.corrected"));
+          p.bound.corrected.push_back(
+              read_correction_scores(kinds, p.bound, m.params.size(), "bound.corrected"));
       else if (b.contains("carried") || b.contains("line"))
-        p.bound.corrected.push_back(
-            read_correction_scores(b, p.bound, m.params.size(), "bound"));
+        p.bound.corrected.push_back(read_correction_scores(b, p.bound, m.params.size(), "bound"));
       // Models saved before the check have none: no widening past the runs, as they predicted.
       if (b.contains("extrapolation"))
         for (const json& e : b.at("extrapolation")) {

@@ -114,14 +114,10 @@ Eigen::VectorXd loo_errors(const Dataset& d, const Function& f, bool nonnegative
 Eigen::VectorXd predicted_errors(const SubModel& part) {
   const Bound& b = part.bound;
   const auto relative_to_run = [](double ratio) { return std::abs(ratio / (1 + ratio)); };
-  Eigen::VectorXd errors(static_cast<Eigen::Index>(b.loo_ratios.size()));
-  for (std::size_t i = 0; i < b.loo_ratios.size(); ++i)
-    errors(static_cast<Eigen::Index>(i)) = relative_to_run(b.loo_ratios[i]);
-  for (const CorrectionScores& scores : b.corrected)
-    for (const CorrectedScores* c : {&scores.carried, &scores.line})
-      for (std::size_t k = 0; k < c->runs.size(); ++k)
-        if (const auto run = static_cast<Eigen::Index>(c->runs[k]); run < errors.size())
-          errors(run) = relative_to_run(c->ratios[k]);
+  const std::vector<double> ratios = predicted_ratios(b);
+  Eigen::VectorXd errors(static_cast<Eigen::Index>(ratios.size()));
+  for (std::size_t i = 0; i < ratios.size(); ++i)
+    errors(static_cast<Eigen::Index>(i)) = relative_to_run(ratios[i]);
   return errors;
 }
 

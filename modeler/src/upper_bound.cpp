@@ -110,14 +110,10 @@ void add_corrected_scores(Bound& b, const Hypothesis& h, const Dataset& d, const
                            corrected_scores(b, h, d, slices, rank, Correction::line)});
 }
 
-// The runs' leave-one-out errors as the model predicts them: corrected where the scores of a
-// correction cover the run, the formula's elsewhere.
+// The runs' leave-one-out errors as the model predicts them, in size.
 std::vector<double> predicted_errors(const Bound& b) {
-  std::vector<double> errors(b.loo_ratios.size());
-  for (std::size_t i = 0; i < errors.size(); ++i) errors[i] = std::abs(b.loo_ratios[i]);
-  for (const CorrectionScores& scores : b.corrected)
-    for (const CorrectedScores* c : {&scores.carried, &scores.line})
-      for (std::size_t k = 0; k < c->runs.size(); ++k) errors[c->runs[k]] = std::abs(c->ratios[k]);
+  std::vector<double> errors = predicted_ratios(b);
+  for (double& e : errors) e = std::abs(e);
   return errors;
 }
 
@@ -137,6 +133,15 @@ double order_value(std::vector<double>& values, double level) {
 }
 
 }  // namespace
+
+std::vector<double> predicted_ratios(const Bound& b) {
+  std::vector<double> ratios = b.loo_ratios;
+  for (const CorrectionScores& scores : b.corrected)
+    for (const CorrectedScores* c : {&scores.carried, &scores.line})
+      for (std::size_t k = 0; k < c->runs.size(); ++k)
+        if (c->runs[k] < ratios.size()) ratios[c->runs[k]] = c->ratios[k];
+  return ratios;
+}
 
 std::size_t Bound::runs_needed() const {
   std::size_t n = 1;

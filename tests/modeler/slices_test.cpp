@@ -61,20 +61,48 @@ TEST(Slices, TwoBatchesCorrectAlongTheirLineOneByItsRelativeMiss) {
   EXPECT_EQ(correction({}, 8, 300), 0);
 }
 
-// The U-net-shaped truth, each configuration (dim, filters, levels) off the law by its own
-// offset (2% of its memory, as an allocator's rounding or a kernel's workspace would be) that
-// no formula in the parameters can follow, and 0.05% noise per run.
-Dataset offset_configurations(unsigned seed) {
+// The U-net-shaped truth, each run off the law by a relative offset of `size` (Gaussian) that the
+// runs with the same `shared(x)` share, as an allocator's rounding or a kernel's workspace would
+// be, which no formula in the parameters can follow, and 0.05% noise per run.
+template <class Shared>
+Dataset with_shared_offsets(unsigned seed, double size, Shared shared) {
   Dataset d = testing::unet_grid(0, seed);
   std::mt19937 rng(seed);
   std::normal_distribution<double> gauss(0, 1);
   std::map<std::vector<double>, double> offset;
   for (auto& r : d.rows) {
-    const std::vector<double> configuration(r.x.begin() + 1, r.x.end());
-    if (!offset.contains(configuration)) offset[configuration] = 0.02 * gauss(rng);
-    r.y *= 1 + offset[configuration] + 0.0005 * gauss(rng);
+    const std::vector<double> key = shared(r.x);
+    if (!offset.contains(key)) offset[key] = size * gauss(rng);
+    r.y *= 1 + offset[key] + 0.0005 * gauss(rng);
   }
   return d;
+}
+
+// Each configuration (dim, filters, levels: all but the batch) off by its own 2%.
+Dataset offset_configurations(unsigned seed) {
+  return with_shared_offsets(seed, 0.02, [](const std::vector<double>& x) {
+    return std::vector<double>(x.begin() + 1, x.end());
+  });
+}
+
+// Each point off by 3% that its runs at the other levels share (a kernel's workspace set by the
+// batch, the volume and the filters; the levels' weights the formula holds).
+Dataset offsets_shared_across_levels(unsigned seed) {
+  return with_shared_offsets(seed, 0.03, [](const std::vector<double>& x) {
+    return std::vector<double>(x.begin(), x.end() - 1);
+  });
+}
+
+// A model as fitted, and one without corrections (its formula alone).
+struct Fitted {
+  Model corrected;
+  Model formula_only;
+};
+
+Fitted fit_with_and_without_corrections(const Dataset& train) {
+  FitOptions without;
+  without.corrections = false;
+  return {fit(train), fit(train, without)};
 }
 
 double median(std::vector<double> v) {
@@ -87,10 +115,7 @@ TEST(Slices, HeldOutBatchesOfAMeasuredConfigurationArePredictedByItsOwnLine) {
   std::size_t covered = 0;
   for (unsigned seed = 1; seed <= 3; ++seed) {
     const auto [train, test] = testing::random_split(offset_configurations(seed), 0.7, seed);
-    const Model m = fit(train);
-    FitOptions without;
-    without.corrections = false;
-    const Model f = fit(train, without);
+    const auto [m, f] = fit_with_and_without_corrections(train);
     ASSERT_FALSE(m.parts.front().slices.empty());
     ASSERT_TRUE(f.parts.front().slices.empty());
     for (const auto& r : test.rows) {
@@ -115,10 +140,7 @@ TEST(Slices, AConfigurationWithoutRunsIsBoundedAsTheFormulaIs) {
   Dataset d = offset_configurations(4), train = d, test = d;
   train.rows.clear(), test.rows.clear();
   for (const auto& r : d.rows) (r.x[1] == 96 ? test : train).rows.push_back(r);
-  const Model m = fit(train);
-  FitOptions without;
-  without.corrections = false;
-  const Model f = fit(train, without);
+  const auto [m, f] = fit_with_and_without_corrections(train);
   std::size_t covered = 0;
   for (const auto& r : test.rows) {
     const Prediction p = m.predict(m.parts.front(), r.x), q = f.predict(f.parts.front(), r.x);
@@ -149,31 +171,12 @@ TEST(Slices, BatchOneIsNotCorrectedByTheLineOfTheLargerBatches) {
   EXPECT_EQ(checked, 9u);
 }
 
-// The U-net-shaped truth, each point off the law by an offset that its runs at the other levels
-// share (a kernel's workspace set by the batch, the volume and the filters; the levels' weights
-// the formula holds), 3% of its memory, and 0.05% noise per run.
-Dataset offsets_shared_across_levels(unsigned seed) {
-  Dataset d = testing::unet_grid(0, seed);
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> gauss(0, 1);
-  std::map<std::vector<double>, double> offset;
-  for (auto& r : d.rows) {
-    const std::vector<double> shared(r.x.begin(), r.x.end() - 1);  // all but the levels
-    if (!offset.contains(shared)) offset[shared] = 0.03 * gauss(rng);
-    r.y *= 1 + offset[shared] + 0.0005 * gauss(rng);
-  }
-  return d;
-}
-
 TEST(Slices, AMissSharedAcrossTheLevelsIsCarriedFromTheOtherLevels) {
   std::vector<double> corrected, formula_only;
   std::size_t covered = 0;
   for (unsigned seed = 1; seed <= 3; ++seed) {
     const auto [train, test] = testing::random_split(offsets_shared_across_levels(seed), 0.7, seed);
-    const Model m = fit(train);
-    FitOptions without;
-    without.corrections = false;
-    const Model f = fit(train, without);
+    const auto [m, f] = fit_with_and_without_corrections(train);
     const Slices& slices = m.parts.front().slices;
     const std::size_t levels = 3;
     ASSERT_EQ(m.params[levels], "levels");

@@ -21,9 +21,9 @@ namespace memwatch::model {
 
 // The corrected prediction's leave-one-out scores (slices.hpp), on the runs whose peers along
 // one parameter correct them in one way (a carried miss, or a line): the population a
-// prediction corrected that way belongs to. A point without peers is predicted by the formula alone and bounded by
-// the formula's scores; the corrected ones, several times smaller, would leave it uncovered, as
-// a line's would leave a carried miss (89% coverage on the U-net sweep when pooled).
+// prediction corrected that way belongs to. A point without peers is predicted by the formula alone
+// and bounded by the formula's scores; the corrected ones, several times smaller, would leave it
+// uncovered, as a line's would leave a carried miss (89% coverage on the U-net sweep when pooled).
 struct CorrectedScores {
   std::vector<std::size_t> runs;  // which runs (columns of loo_shifts)
   std::vector<double> ratios;     // (y_i - g_{-i}(x_i)) / g_{-i}(x_i), g the corrected prediction
@@ -83,6 +83,11 @@ struct Bound {
 // The bound at x for the model `f` the bound was made from, and the slices it was made with.
 [[nodiscard]] double upper_bound(const Bound& b, const Function& f, std::span<const double> x,
                                  const Slices& slices = {});
+
+// Each run's leave-one-out ratio (y_i - g_{-i}(x_i)) / g_{-i}(x_i) as the model predicts it:
+// corrected where the scores of a correction cover the run (bound.corrected), the formula's
+// elsewhere.
+[[nodiscard]] std::vector<double> predicted_ratios(const Bound& b);
 
 // f's value at x, corrected by the misses of x's peers in `slices`.
 [[nodiscard]] double corrected_value(const Function& f, std::span<const double> x,
