@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "memwatch/model/slices.hpp"
 #include "memwatch/model/dataset.hpp"
 #include "memwatch/model/function.hpp"
 #include "memwatch/model/gp_search.hpp"
 #include "memwatch/model/priors.hpp"
 #include "memwatch/model/regime.hpp"
+#include "memwatch/model/slices.hpp"
 #include "memwatch/model/term_search.hpp"
 #include "memwatch/model/upper_bound.hpp"
 

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "memwatch/model/slices.hpp"
 #include "memwatch/model/dataset.hpp"
 #include "memwatch/model/extrapolation.hpp"
 #include "memwatch/model/function.hpp"
 #include "memwatch/model/hypothesis.hpp"
 #include "memwatch/model/local_scale.hpp"
+#include "memwatch/model/slices.hpp"
 
 namespace memwatch::model {
 
