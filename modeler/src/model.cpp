@@ -32,12 +32,13 @@ std::vector<std::pair<double, double>> ranges_of(const Dataset& d) {
   return ranges;
 }
 
-// The parameters peers may differ in: those the runs vary, the batch first (it wins ties).
-std::vector<std::size_t> varied_params(const Dataset& d, std::size_t batch) {
+// The parameters peers may differ in: those the runs vary (`ranges`, per parameter), the batch
+// first (it wins ties).
+std::vector<std::size_t> varied_params(const std::vector<std::pair<double, double>>& ranges,
+                                       std::size_t batch) {
   std::vector<std::size_t> varied;
-  if (batch < d.params.size()) varied.push_back(batch);
-  const auto ranges = ranges_of(d);
-  for (std::size_t p = 0; p < d.params.size(); ++p)
+  if (batch < ranges.size()) varied.push_back(batch);
+  for (std::size_t p = 0; p < ranges.size(); ++p)
     if (p != batch && ranges[p].first < ranges[p].second) varied.push_back(p);
   return varied;
 }
@@ -130,9 +131,10 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
       options.priors.enabled ? batch_param(d.params, options.priors) : d.params.size();
   const std::size_t one = batch_one_apart(d.params, d.target, options.priors);
   const std::size_t apart = one < d.params.size() ? one : SIZE_MAX;
-  part.bound = final_fit ? make_bound(*final_fit, d, options.bound_level, {}, apart) : Bound{};
+  part.bound = final_fit ? make_bound(*final_fit, d, options.bound_level, apart) : Bound{};
   if (final_fit && options.corrections && options.priors.enabled)
-    part.slices = choose_corrections(part.bound, *final_fit, d, varied_params(d, batch), batch);
+    part.slices =
+        choose_corrections(part.bound, *final_fit, d, varied_params(part.range, batch), batch);
   if (final_fit)
     part.bound.extrapolation = check_extrapolation(
         d, part.function, {.nonnegative = terms.nonnegative, .loss = options.loss, .apart = apart},

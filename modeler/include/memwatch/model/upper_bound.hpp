@@ -63,19 +63,19 @@ struct Bound {
 };
 
 // `h`, fitted to `d`, must carry its leave-one-out shifts (fit_hypothesis(..., with_loo_shifts =
-// true)). With `slices` (of `d`'s runs) it also holds the corrected prediction's scores: each
-// run's leave-one-out value is then the formula fitted without it, corrected by its peers'
-// misses from that formula. `batch`, the batch parameter (SIZE_MAX: none), keeps the local
-// scales of batch 1 and of batches from 2 on apart (local_scale.hpp).
+// true)). `batch`, the batch parameter (SIZE_MAX: none), keeps the local scales of batch 1 and of
+// batches from 2 on apart (local_scale.hpp). The corrected predictions' scores come with the
+// slices (choose_corrections): each run's leave-one-out value is then the formula fitted without
+// it, corrected by its peers' misses from that formula.
 [[nodiscard]] Bound make_bound(const Hypothesis& h, const Dataset& d, double level,
-                               const Slices& slices = {}, std::size_t batch = SIZE_MAX);
+                               std::size_t batch = SIZE_MAX);
 
 // The parameters whose peers correct a prediction (slices.hpp), chosen on `d`'s runs: greedily,
 // each the one whose peers' misses most lower the leave-one-out errors of the runs the earlier
 // ones leave to the formula, and only while they lower them. Where runs scatter independently
 // (noise, not a configuration's own offset) a peer's miss is its noise, and carrying it over
-// adds it to this run's: none is chosen. `candidates` in the order ties are broken; `b` (made
-// without slices) gets the chosen ones' scores.
+// adds it to this run's: none is chosen. `candidates` in the order ties are broken; `b` gets the
+// chosen ones' scores.
 [[nodiscard]] Slices choose_corrections(Bound& b, const Hypothesis& h, const Dataset& d,
                                         const std::vector<std::size_t>& candidates,
                                         std::size_t batch);
