@@ -320,9 +320,16 @@ std::string Model::describe() const {
       s += buf;
     }
     if (!part.slices.empty()) {
-      s += "  corrected     by the misses of the runs that differ from a point in ";
-      for (std::size_t k = 0; k < part.slices.along.size(); ++k)
-        s += (k ? ", else in " : "") + params[part.slices.along[k]] + " alone";
+      s += "  corrected     by the misses of ";
+      for (std::size_t k = 0; k < part.slices.along.size(); ++k) {
+        const std::size_t p = part.slices.along[k];
+        s += k ? ", else " : "";
+        if (p == kNearestActivations)
+          s += std::string(k ? "of " : "") +
+               "the batch-1 runs nearest a point in activations (batch x the formula's slope)";
+        else
+          s += (k ? "in " : "the runs that differ from a point in ") + params[p] + " alone";
+      }
       s += "\n";
     }
   }

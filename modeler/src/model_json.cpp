@@ -192,11 +192,14 @@ std::string to_json(const Model& m, int indent) {
     j["runner_ups"] = std::move(runner_ups);
     if (!p.slices.empty()) {
       ojson along = ojson::array();
-      for (std::size_t a : p.slices.along) along.push_back(m.params[a]);
+      for (std::size_t a : p.slices.along)
+        if (a != kNearestActivations) along.push_back(m.params[a]);
       j["slices"] = {{"along", std::move(along)},
                      {"points", p.slices.points},
                      {"measured", p.slices.measured}};
       if (p.slices.batch < m.params.size()) j["slices"]["batch"] = m.params[p.slices.batch];
+      if (p.slices.along.back() == kNearestActivations)
+        j["slices"]["nearest_in_activations"] = true;
     }
     parts.push_back(std::move(j));
   }
@@ -293,6 +296,11 @@ Model model_from_json(std::string_view text) {
           p.slices.along.push_back(param_index(m.params, name.get<std::string>()));
         if (s.contains("batch"))
           p.slices.batch = param_index(m.params, s.at("batch").get<std::string>());
+        if (s.value("nearest_in_activations", false)) {
+          if (p.slices.batch >= m.params.size())
+            throw ModelJsonError("slices.nearest_in_activations needs slices.batch");
+          p.slices.along.push_back(kNearestActivations);
+        }
         read_slice_runs(s, m.params.size(), p.slices, "slices");
       } else if (jp.contains("batch_slices")) {
         const json& s = jp.at("batch_slices");
