@@ -47,7 +47,8 @@ constexpr const char* usage =
     "--regimes N: cut the runs at up to N nested breaks where one formula cannot follow them\n"
     "(0: never).\n"
     "--formula-only: predict by the formula alone, without correcting a point by the misses of\n"
-    "the runs that differ from it in one parameter (its configuration's other batch sizes).\n"
+    "the runs that differ from it in one parameter (its configuration's other batch sizes),\n"
+    "or, at batch 1 without any, of the batch-1 runs nearest it in activations.\n"
     "--axes P=K,...: P spans K axes of the trainer's tensors (a cube's edge 3, one side of a\n"
     "patch 1): memory is a polynomial of degree K in P that carries P^K (the activations).";
 
