@@ -244,11 +244,13 @@ double upper_bound(const Bound& b, const Function& f, std::span<const double> x,
                    const Slices& slices) {
   const Eigen::VectorXd phi = features_at(f, x);
   const double formula = f.evaluate(x);
-  const double full = corrected_value(f, x, slices);
+  // corrected_value's, from the peers the bound needs anyway (finding them is a pass over the
+  // runs, and over the formula at each batch-1 run for the runs nearest in activations).
+  const Peers peers(f, x, slices);
+  const double full = formula + peers.correction_at(slices, formula);
   const auto loo_formula = [&](std::size_t i) {
     return formula - phi.dot(b.loo_shifts.col(static_cast<Eigen::Index>(i)));
   };
-  const Peers peers(f, x, slices);
   const Correction kind = peers.kind(slices);
   const CorrectedScores* c = nullptr;
   if (kind != Correction::none && peers.along.rank < b.corrected.size())
