@@ -65,12 +65,15 @@ def verdict(answer, truth):
     return f"{answer - truth:+d}" + (" (OOM)" if answer > truth else "")
 
 
-def one_sweep(binary, path, target, volume, tmp, extra=()):
+def one_sweep(binary, path, target, volume, tmp, extra=(), asked_at=None):
     header, params, rows, target = run.read_runs(path, target)
     if "batch" not in params:
         return
     others = [p for p in params if p not in ("batch",)]
-    largest_volume = max(float(r[volume]) for r in rows)
+    largest_volume = asked_at or max(float(r[volume]) for r in rows)
+    if not any(float(r[volume]) == largest_volume for r in rows):
+        sys.exit(f"largest-fit.py: --at {largest_volume:g}: no runs at {volume} = {largest_volume:g} "
+                 f"in {os.path.relpath(path, ROOT)}")
     small = [r for r in rows if float(r[volume]) <= largest_volume / 1.5]
     at_target = {}
     for r in rows:
@@ -119,6 +122,8 @@ def main():
     ap.add_argument("--data", action="append", help="sweep CSV (default: every one in bench/data)")
     ap.add_argument("--target", help="the figure to model (default: as run.py)")
     ap.add_argument("--volume", default="dim")
+    ap.add_argument("--at", type=float, help="ask at this volume instead of the largest, fitted on "
+                    "the runs at volume <= AT / 1.5")
     ap.add_argument("--axes", help="the tensor axes the parameters span (memwatch fit --axes dim=3)")
     args = ap.parse_args()
     datasets = args.data or sorted(glob.glob(os.path.join(ROOT, "bench", "data", "*.csv")))
@@ -127,7 +132,7 @@ def main():
             if i:
                 print()
             one_sweep(args.memwatch, path, args.target, args.volume, tmp,
-                      ("--axes", args.axes) if args.axes else ())
+                      ("--axes", args.axes) if args.axes else (), args.at)
 
 
 if __name__ == "__main__":
