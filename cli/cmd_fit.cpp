@@ -50,7 +50,9 @@ constexpr const char* usage =
     "the runs that differ from it in one parameter (its configuration's other batch sizes),\n"
     "or, at batch 1 without any, of the batch-1 runs nearest it in activations.\n"
     "--axes P=K,...: P spans K axes of the trainer's tensors (a cube's edge 3, one side of a\n"
-    "patch 1): memory is a polynomial of degree K in P that carries P^K (the activations).";
+    "patch 1): memory is a polynomial of degree K in P that carries P^K (the activations).\n"
+    "A parameter named levels or stages (a network whose channels double at each) may also\n"
+    "enter as 2^levels and 4^levels (its weights), where the runs hold three values of it.";
 
 }  // namespace
 

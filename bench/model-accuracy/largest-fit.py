@@ -69,11 +69,16 @@ def one_sweep(binary, path, target, volume, tmp, extra=(), asked_at=None):
     header, params, rows, target = run.read_runs(path, target)
     if "batch" not in params:
         return
-    others = [p for p in params if p not in ("batch",)]
     largest_volume = asked_at or max(float(r[volume]) for r in rows)
-    if not any(float(r[volume]) == largest_volume for r in rows):
+    at_largest = [r for r in rows if float(r[volume]) == largest_volume]
+    if not at_largest:
         sys.exit(f"largest-fit.py: --at {largest_volume:g}: no runs at {volume} = {largest_volume:g} "
                  f"in {os.path.relpath(path, ROOT)}")
+    if not {2, 4, 8} <= {int(float(r["batch"])) for r in at_largest}:
+        print(f"data: {os.path.relpath(path, ROOT)}: no runs at batch 2, 4 and 8 at {volume} = "
+              f"{largest_volume:g}: no capacity to ask at")
+        return
+    others = [p for p in params if p not in ("batch",)]
     small = [r for r in rows if float(r[volume]) <= largest_volume / 1.5]
     at_target = {}
     for r in rows:

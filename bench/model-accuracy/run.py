@@ -164,6 +164,9 @@ def main():
     ap.add_argument("--target", help="the figure to model (default: each sweep's device peak "
                     "where it used a device, else its host peak)")
     ap.add_argument("--volume", default="dim", help="the column to extrapolate along (default dim)")
+    ap.add_argument("--train-to", type=float, metavar="V",
+                    help="extrapolation split: train on the runs with the column <= V (default: the "
+                         "largest value / 1.5)")
     ap.add_argument("--splits", type=int, default=20)
     ap.add_argument("--no-peers", action="store_true", help="memwatch only")
     ap.add_argument("--axes", help="also memwatch told the tensor axes its parameters span "
@@ -207,7 +210,8 @@ def main():
 
         volume = np.array([float(r[args.volume]) for r in rows])
         largest = volume.max()
-        extrap_train = [i for i in range(len(rows)) if volume[i] <= largest / 1.5]
+        train_to = args.train_to if args.train_to is not None else largest / 1.5
+        extrap_train = [i for i in range(len(rows)) if volume[i] <= train_to]
         extrap_test = [i for i in range(len(rows)) if volume[i] == largest]
         splits = []
         for seed in range(args.splits):
@@ -262,8 +266,11 @@ def main():
             print(f"  {name}: done", file=sys.stderr)
 
     print(f"data: {source}: {len(rows)} runs, parameters {', '.join(params)}, target {target}")
-    print(f"random: {args.splits} splits 70/30; extrapolation: train {args.volume} <= {largest / 1.5:g} "
+    print(f"random: {args.splits} splits 70/30; extrapolation: train {args.volume} <= {train_to:g} "
           f"({len(extrap_train)} runs), test {args.volume} = {largest:g} ({len(extrap_test)} runs)")
+    if len({volume[i] for i in extrap_train}) < 2:
+        print(f"  (the training runs hold one value of {args.volume}: no model can say how memory "
+              f"grows along it; memwatch marks those predictions not vouched for)")
     print(f"memwatch's model on the last split (extrapolation):\n  {formula}")
     print()
     print("| method | random MAPE % (mean ± sd) | random bound coverage %, median headroom % "

@@ -16,10 +16,12 @@ ojson function_json(const Function& f, const std::vector<std::string>& names) {
     ojson t{{"coefficient", f.coefficients[k]}, {"term", to_string(f.features[k], names)}};
     if (const auto* c = std::get_if<CompoundTerm>(&f.features[k])) {
       ojson factors = ojson::array();
-      for (const auto& s : c->factors)
-        factors.push_back({{"param", names[s.param]},
-                           {"exponent", s.exponent},
-                           {"log_exponent", s.log_exponent}});
+      for (const auto& s : c->factors) {
+        ojson factor{
+            {"param", names[s.param]}, {"exponent", s.exponent}, {"log_exponent", s.log_exponent}};
+        if (s.exponential) factor["exponential"] = true;  // 2^(exponent * x)
+        factors.push_back(std::move(factor));
+      }
       t["factors"] = std::move(factors);
     } else {
       t["expr"] = std::get<Expr>(f.features[k]).to_prefix(names);
@@ -50,9 +52,9 @@ Function function_from(const json& j, const std::vector<std::string>& names) {
     }
     CompoundTerm c;
     for (const auto& s : t.at("factors"))
-      c.factors.push_back(SimpleTerm{param_index(names, s.at("param").get<std::string>()),
-                                     s.at("exponent").get<double>(),
-                                     s.at("log_exponent").get<int>()});
+      c.factors.push_back(SimpleTerm{
+          param_index(names, s.at("param").get<std::string>()), s.at("exponent").get<double>(),
+          s.at("log_exponent").get<int>(), s.value("exponential", false)});
     f.features.emplace_back(std::move(c));
   }
   return f;

@@ -34,7 +34,8 @@ bool carries_stated_axes(const Function& f, const std::vector<std::string>& para
       const auto* t = std::get_if<CompoundTerm>(&feature);
       if (t == nullptr) return false;  // a GP tree's shape is its own, not the stated one
       for (const auto& s : t->factors)
-        carried = carried || (s.param == p && s.exponent == required[p] && s.log_exponent == 0);
+        carried = carried || (s.param == p && s.exponent == required[p] && s.log_exponent == 0 &&
+                              !s.exponential);
     }
     if (!carried) return false;
   }
@@ -55,6 +56,14 @@ bool monotone_by_construction(const Function& f,
 }
 
 }  // namespace
+
+std::vector<bool> exponential_params(const std::vector<std::string>& params, const Priors& priors) {
+  std::vector<bool> out;
+  for (const auto& name : params)
+    out.push_back(priors.enabled && !stated_axes(priors, name) && !affine(priors, name) &&
+                  named(priors.exponential, name));
+  return out;
+}
 
 std::vector<std::vector<double>> prior_exponents(const std::vector<std::string>& params,
                                                  const std::vector<double>& exponents,
@@ -127,7 +136,8 @@ bool respects_priors(const Function& f, const std::vector<std::string>& params,
   for (const auto& feature : f.features)
     if (const auto* t = std::get_if<CompoundTerm>(&feature))
       for (const auto& s : t->factors)
-        if (affine(priors, params[s.param]) && (s.exponent != 1 || s.log_exponent != 0))
+        if (affine(priors, params[s.param]) &&
+            (s.exponent != 1 || s.log_exponent != 0 || s.exponential))
           structural = false;
   if (structural) return true;
   const std::size_t n = ranges.size();

@@ -7,6 +7,7 @@ namespace memwatch::model {
 
 double SimpleTerm::evaluate(std::span<const double> x) const {
   const double v = x[param];
+  if (exponential) return std::exp2(exponent * v);
   double r = exponent == 1 ? v : std::pow(v, exponent);
   if (log_exponent != 0) r *= std::pow(std::log2(v), log_exponent);
   return r;
@@ -37,6 +38,10 @@ std::string CompoundTerm::to_string(std::span<const std::string> names) const {
   for (const auto& f : factors) {
     if (!s.empty()) s += " * ";
     const std::string& name = names[f.param];
+    if (f.exponential) {
+      s += format_exponent(std::exp2(f.exponent)) + "^" + name;
+      continue;
+    }
     if (f.exponent != 0) {
       s += name;
       if (f.exponent != 1) {

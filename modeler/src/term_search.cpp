@@ -27,7 +27,7 @@ double required_power_of(const TermSearchOptions& o, std::size_t param) {
 std::uint64_t requirements_met(const CompoundTerm& t, const TermSearchOptions& o) {
   std::uint64_t met = 0;
   for (const auto& s : t.factors)
-    if (s.param < 64 && s.log_exponent == 0 && s.exponent != 0 &&
+    if (s.param < 64 && s.log_exponent == 0 && !s.exponential && s.exponent != 0 &&
         s.exponent == required_power_of(o, s.param))
       met |= std::uint64_t{1} << s.param;
   return met;
@@ -53,6 +53,12 @@ void build_terms(std::size_t param, std::size_t params, const TermSearchOptions&
     for (int j : o.log_exponents) {
       if ((e == 0 && j == 0) || (j != 0 && required_power_of(o, param) != 0)) continue;
       current.factors.push_back(SimpleTerm{param, e, j});
+      build_terms(param + 1, params, o, current, out);
+      current.factors.pop_back();
+    }
+  if (param < o.exponential.size() && o.exponential[param])
+    for (double e : {1.0, 2.0}) {  // 2^x and 4^x
+      current.factors.push_back(SimpleTerm{param, e, 0, /*exponential=*/true});
       build_terms(param + 1, params, o, current, out);
       current.factors.pop_back();
     }
@@ -116,6 +122,7 @@ Dictionary weighted_dictionary(const Dataset& d, const VectorXd& y, const TermSe
 std::vector<CompoundTerm> neighbours(const CompoundTerm& t, const TermSearchOptions& o) {
   std::vector<CompoundTerm> out;
   for (std::size_t f = 0; f < t.factors.size(); ++f) {
+    if (t.factors[f].exponential) continue;  // 2^x and 4^x are the dictionary's own
     const auto& exponents = exponents_of(o, t.factors[f].param);
     const auto it = std::find(exponents.begin(), exponents.end(), t.factors[f].exponent);
     if (it == exponents.end()) continue;

@@ -110,6 +110,38 @@ TEST(Extrapolation, TooFewValuesToCheckLeaveTheBoundPastThemUnvouchedButTheBatch
   EXPECT_EQ(extrapolation_note(m.predict(Point{{{"batch", 4}, {"dim", 24}}, {}})), "");
 }
 
+// Levels 4 and 5 only, the weights (4^levels) a fraction of a percent of the peak: the formula
+// barely grows along levels, and without a check that says nothing of levels 7, where the weights
+// are 16 times those at 5. Not vouched there; at levels 5, and past the batch, it is.
+TEST(Extrapolation, AnUncheckedParameterVouchesNoFurtherThanItsOwnRatio) {
+  const Dataset d = testing::grid(
+      {"batch", "filters", "levels"}, {{1, 2, 4, 8}, {8, 16, 32}, {4, 5}},
+      [](const std::vector<double>& x) {
+        return 2e8 + 1000 * x[0] * x[1] * std::pow(64, 3) + 50 * x[1] * x[1] * std::pow(4, x[2]);
+      },
+      0.001, 6);
+  const Model m = fit(d);
+  EXPECT_EQ(check_of(m.parts.back(), 2).held_out, 0u);
+  const Prediction deeper = m.predict(Point{{{"batch", 4}, {"filters", 16}, {"levels", 7}}, {}});
+  EXPECT_LT(deeper.reach_ratio, std::exp(kMinReach)) << "the formula's own reach is short";
+  EXPECT_FALSE(deeper.vouched) << m.describe();
+  EXPECT_NE(extrapolation_note(deeper).find("not vouched"), std::string::npos);
+  EXPECT_TRUE(m.predict(Point{{{"batch", 4}, {"filters", 16}, {"levels", 5}}, {}}).vouched);
+  EXPECT_TRUE(m.predict(Point{{{"batch", 64}, {"filters", 16}, {"levels", 5}}, {}}).vouched);
+}
+
+// A parameter the runs never varied is in no term: the formula does not grow along it at all,
+// and a point at another value of it is not vouched for, and says so.
+TEST(Extrapolation, AParameterTheRunsNeverVariedVouchesForNoOtherValue) {
+  const Dataset d = testing::grid({"batch", "dim"}, {{1, 2, 4, 8}, {32}}, exact_law, 0.001, 7);
+  const Model m = fit(d);
+  const Prediction larger = m.predict(Point{{{"batch", 2}, {"dim", 64}}, {}});
+  EXPECT_LE(larger.reach_ratio, 1.0);
+  EXPECT_FALSE(larger.vouched);
+  EXPECT_NE(extrapolation_note(larger).find("not vouched"), std::string::npos);
+  EXPECT_TRUE(m.predict(Point{{{"batch", 16}, {"dim", 32}}, {}}).vouched);
+}
+
 // The Python trainer's sweep (bench/data/unet3d-py-cpu.csv) fitted on its runs at 16^3 and 32^3,
 // asked at 64^3: dim cannot be checked (two values) and the batch's rate is 0. The runs at F=8,
 // batch 4 and 8 lie 6.5% and 7.2% above the prediction; widened by nothing they were 0.4% and

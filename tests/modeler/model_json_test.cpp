@@ -79,6 +79,23 @@ TEST(ModelJson, ErrorsCarriedBySizeRoundTripAndAreCheckedForLength) {
   }
 }
 
+TEST(ModelJson, RoundTripKeepsAnExponentialFactor) {
+  const Dataset d = testing::grid(
+      {"batch", "filters", "levels"}, {{1, 2, 4, 8}, {8, 16, 32}, {3, 4, 5}},
+      [](const std::vector<double>& x) {
+        return 2e7 + 500 * x[1] * x[1] * std::pow(4, x[2]) + 1e6 * x[0] * x[1];
+      },
+      0.001, 4);
+  const Model m = fit(d);
+  const std::string text = to_json(m);
+  ASSERT_NE(text.find("\"exponential\": true"), std::string::npos) << m.describe();
+  const Model back = model_from_json(text);
+  expect_same_predictions(m, back,
+                          {Point{{{"batch", 4}, {"filters", 16}, {"levels", 6}}, {}},
+                           Point{{{"batch", 2}, {"filters", 8}, {"levels", 3}}, {}}});
+  EXPECT_EQ(to_json(back), text);
+}
+
 TEST(ModelJson, RoundTripKeepsGpFeaturesAndCategories) {
   Dataset d;
   d.params = {"batch", "levels"};

@@ -101,24 +101,60 @@ TEST(Recovery, ExtrapolatesToLargerVolumes) {
   }
 }
 
-TEST(Recovery, GeneticSearchFindsAnExponentialInLevels) {
-  // Weights of a U-net double their filters per level: sum over levels of (f 2^l)^2 grows as
-  // 4^levels, which no power of levels matches across 2..6 levels.
-  auto truth = [](const std::vector<double>& x) {
-    return 2e7 + 500 * x[1] * x[1] * std::pow(4, x[2]) + 40 * x[0] * x[1] * 64 * 64 * 64;
-  };
-  const auto [train, test] =
-      random_split(grid({"batch", "filters", "levels"},
-                        {{1, 2, 4, 8, 16}, {8, 16, 24, 32}, {2, 3, 4, 5, 6}}, truth, 0.002, 5),
-                   0.7, 2);
-  FitOptions terms_only;
+// Weights of a U-net double their filters per level: sum over levels of (f 2^l)^2 grows as
+// 4^levels, which no power of levels matches across 2..6 levels.
+double exponential_in_levels(const std::vector<double>& x) {
+  return 2e7 + 500 * x[1] * x[1] * std::pow(4, x[2]) + 40 * x[0] * x[1] * 64 * 64 * 64;
+}
+
+Dataset batch_filters_levels(std::vector<double> levels) {
+  return grid({"batch", "filters", "levels"}, {{1, 2, 4, 8, 16}, {8, 16, 24, 32}, levels},
+              exponential_in_levels, 0.002, 5);
+}
+
+TEST(Recovery, GeneticSearchFindsAnExponentialTheTermsCannot) {
+  const auto [train, test] = random_split(batch_filters_levels({2, 3, 4, 5, 6}), 0.7, 2);
+  FitOptions powers_only;  // levels as a power only, as a parameter of another name would be
+  powers_only.priors.exponential.clear();
+  FitOptions terms_only = powers_only;
   terms_only.gp_above = INFINITY;
   const Model without = fit(train, terms_only);
-  const Model with = fit(train);
+  const Model with = fit(train, powers_only);
   EXPECT_EQ(with.parts.front().search, "terms+gp") << with.describe() << without.describe();
   EXPECT_LT(with.parts.front().loo_mape, without.parts.front().loo_mape);
   EXPECT_LT(mape(with, test), 0.01) << with.describe();
   EXPECT_LT(mape(with, test), mape(without, test));
+}
+
+TEST(Recovery, LevelsEnterAsFourToTheLevelsAsTheWeightsDo) {
+  // Fitted on 2 to 5 levels, asked at 6: the weights' own term, not a power of levels that
+  // follows it over the runs.
+  const Dataset train = batch_filters_levels({2, 3, 4, 5});
+  const Dataset deeper = batch_filters_levels({6});
+  const Model m = fit(train);
+  const Function& f = m.parts.front().function;
+  const auto weights = coefficient(f, term({{1, 2, 0}, {2, 2, 0, /*exponential=*/true}}));
+  ASSERT_TRUE(weights) << m.describe();
+  EXPECT_NEAR(*weights, 500, 5) << m.describe();
+  EXPECT_NE(f.to_string(train.params).find("filters^2 * 4^levels"), std::string::npos);
+  EXPECT_LT(mape(m, deeper), 0.005) << m.describe();
+  FitOptions powers_only;
+  powers_only.priors.exponential.clear();
+  powers_only.gp_above = INFINITY;
+  EXPECT_GT(mape(fit(train, powers_only), deeper), 0.05);
+}
+
+// At two values any function of a parameter is a line in it: 4^levels would add forms the
+// search cannot tell apart, and is not offered (the U-net sweeps run levels 4 and 5).
+TEST(Recovery, LevelsAreOfferedExponentiallyFromThreeValues) {
+  const TermSearchOptions two = shaped_terms(batch_filters_levels({4, 5}), FitOptions{});
+  ASSERT_EQ(two.exponential.size(), 3u);
+  EXPECT_FALSE(two.exponential[2]);
+  const TermSearchOptions three = shaped_terms(batch_filters_levels({3, 4, 5}), FitOptions{});
+  ASSERT_EQ(three.exponential.size(), 3u);
+  EXPECT_TRUE(three.exponential[2]);
+  EXPECT_FALSE(three.exponential[0]) << "the batch is affine";
+  EXPECT_FALSE(three.exponential[1]) << "filters are not counted in doublings";
 }
 
 TEST(Recovery, ParameterThatNeverVariesStaysOutOfTheFormula) {

@@ -22,6 +22,14 @@ TEST(Term, EvaluatesProductsOfPowersAndLogs) {
   EXPECT_EQ(CompoundTerm{}.to_string(names), "1");
 }
 
+TEST(Term, AnExponentialFactorIsTwoToTheExponentTimesTheParameter) {
+  const CompoundTerm t{{{1, 3, 0}, {2, 2, 0, /*exponential=*/true}}};
+  const std::vector<double> x{1, 16, 5};
+  EXPECT_DOUBLE_EQ(t.evaluate(x), 16.0 * 16 * 16 * 1024);
+  EXPECT_EQ(t.to_string(names), "dim^3 * 4^filters");
+  EXPECT_EQ((CompoundTerm{{{0, 1, 0, true}}}.to_string(names)), "2^batch");
+}
+
 TEST(Term, ExponentsPrintAsRationals) {
   EXPECT_EQ(format_exponent(3), "3");
   EXPECT_EQ(format_exponent(0.5), "1/2");

@@ -22,6 +22,10 @@ struct Priors {
   // Spatial extents: whole exponents only (no dim^(3/2)).
   std::vector<std::string> integer_powers{"dim",  "depth", "height",     "width", "size",
                                           "edge", "side",  "resolution", "res"};
+  // Counts of levels or stages of a network whose channels double at each: its weights grow as
+  // 4^levels (channels squared), which no power of levels follows past the runs. They may also
+  // enter as 2^levels and 4^levels.
+  std::vector<std::string> exponential{"levels", "stages"};
   // What the user states (`--axes dim=3,pd=1`): a parameter that spans that many axes of the
   // tensors (a cube's edge 3, one side of a patch 1, the batch 1). Memory is then a polynomial of
   // that degree in it whose top power is present: the activations grow with the voxels, edge^3,
@@ -49,6 +53,10 @@ struct Priors {
 [[nodiscard]] std::vector<std::vector<double>> prior_exponents(
     const std::vector<std::string>& params, const std::vector<double>& exponents,
     const Priors& priors);
+
+// Per parameter, whether it may also enter as 2^x and 4^x (`priors.exponential`).
+[[nodiscard]] std::vector<bool> exponential_params(const std::vector<std::string>& params,
+                                                   const Priors& priors);
 
 // Per parameter, the power a formula must carry it to: the stated axes of the parameters the
 // runs vary (`ranges`: training min, max); 0 where nothing is required.

@@ -14,6 +14,9 @@ struct SimpleTerm {
   std::size_t param = 0;  // index into the parameter names
   double exponent = 1;    // x^exponent
   int log_exponent = 0;   // * log2(x)^log_exponent
+  // 2^(exponent * x) in place of x^exponent (and no log): a parameter each step of which
+  // doubles a network's channels, whose weights then grow as 4^x (priors.hpp).
+  bool exponential = false;
 
   [[nodiscard]] double evaluate(std::span<const double> x) const;
   auto operator<=>(const SimpleTerm&) const = default;

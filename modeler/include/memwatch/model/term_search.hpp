@@ -21,6 +21,8 @@ struct TermSearchOptions {
   // Per parameter, when not empty: the power every hypothesis must carry it to, without a log (0:
   // none), for parameters whose axes the user stated (priors.hpp).
   std::vector<double> required_power;
+  // Per parameter, when not empty: whether it may also enter as 2^x and 4^x (priors.hpp).
+  std::vector<bool> exponential;
   // Powers of log2(x) a factor may carry besides x^i; {0} disables log factors.
   std::vector<int> log_exponents{0};
   std::size_t max_terms = 4;      // K
