@@ -1,7 +1,7 @@
 #include "store.hpp"
 
+#include <algorithm>
 #include <cstdio>
-#include <regex>
 
 #include "store_postgres.hpp"
 #include "store_spool.hpp"
@@ -25,10 +25,27 @@ double unix_now() {
 }  // namespace
 
 std::string without_password(const std::string& location) {
-  // user:PASSWORD@host, and a password=... parameter of the query string.
-  const std::string blanked =
-      std::regex_replace(location, std::regex("(://[^:/@]*):[^@/]*@"), "$1:***@");
-  return std::regex_replace(blanked, std::regex("([?&]password=)[^&]*"), "$1***");
+  // Plain scanning, not <regex>: std::regex reads the locale's lazily filled ctype cache, which
+  // the status thread and the main thread would fill at once.
+  std::string blanked = location;
+  // user:PASSWORD@host
+  if (const auto scheme = blanked.find("://"); scheme != std::string::npos) {
+    const auto user_end = blanked.find_first_of(":/@", scheme + 3);
+    if (user_end != std::string::npos && blanked[user_end] == ':') {
+      const auto at = blanked.find_first_of("@/", user_end + 1);
+      if (at != std::string::npos && blanked[at] == '@')
+        blanked.replace(user_end + 1, at - user_end - 1, "***");
+    }
+  }
+  // ?password=... or &password=... in the query string
+  constexpr std::string_view kKey = "password=";
+  for (auto key = blanked.find(kKey); key != std::string::npos; key = blanked.find(kKey, key + 1)) {
+    if (key == 0 || (blanked[key - 1] != '?' && blanked[key - 1] != '&')) continue;
+    const auto value = key + kKey.size();
+    const auto end = std::min(blanked.find('&', value), blanked.size());
+    blanked.replace(value, end - value, "***");
+  }
+  return blanked;
 }
 
 bool is_postgres_location(const std::string& location) {

@@ -188,8 +188,8 @@ TEST(Store, AStoreFromBeforeAFigureGetsItsColumnAndKeepsItsRuns) {
     ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
     for (const protocol::Figure& f : protocol::kFigures) {
       if (!f.run || f.name == "host_peak_bytes") continue;
-      const std::string has = "SELECT 1 FROM pragma_table_info('runs') WHERE name = '" +
-                              std::string(f.name) + "'";
+      const std::string has =
+          "SELECT 1 FROM pragma_table_info('runs') WHERE name = '" + std::string(f.name) + "'";
       bool present = false;
       sqlite3_exec(
           raw, has.c_str(),
@@ -210,6 +210,20 @@ TEST(Store, AStoreFromBeforeAFigureGetsItsColumnAndKeepsItsRuns) {
   EXPECT_TRUE(old->device_peaks.empty());
   store.finish_run(2, bye_with_every_figure());
   expect_every_figure(*store.run(2));
+}
+
+TEST(Store, ALocationIsShownWithoutItsPasswordAndOtherwiseAsGiven) {
+  EXPECT_EQ(without_password("postgresql://memwatch:s3:cr%40t@db.example/memwatch"),
+            "postgresql://memwatch:***@db.example/memwatch");
+  EXPECT_EQ(without_password("postgres://u:pw@/m?host=/run/pg&password=pw&port=5"),
+            "postgres://u:***@/m?host=/run/pg&password=***&port=5");
+  EXPECT_EQ(without_password("postgresql:///m?password=last"), "postgresql:///m?password=***");
+  // No password: every character comes back, a colon in a host's port and a key that only ends
+  // in "password=" included.
+  for (const std::string kept :
+       {"postgresql://memwatch@db:5432/memwatch", "postgresql://db:5432/m?oldpassword=x",
+        "/var/lib/memwatch/runs.db", "runs:db@here.sqlite", ""})
+    EXPECT_EQ(without_password(kept), kept);
 }
 
 }  // namespace
