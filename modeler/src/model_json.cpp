@@ -17,10 +17,14 @@ ojson function_json(const Function& f, const std::vector<std::string>& names) {
     if (const auto* c = std::get_if<CompoundTerm>(&f.features[k])) {
       ojson factors = ojson::array();
       for (const auto& s : c->factors) {
-        ojson factor{
-            {"param", names[s.param]}, {"exponent", s.exponent}, {"log_exponent", s.log_exponent}};
-        if (s.exponential) factor["exponential"] = true;  // 2^(exponent * x)
-        factors.push_back(std::move(factor));
+        // 2^(exponent * x) is written as base^x, without the keys of a power: a reader from
+        // before exponential factors refuses the model rather than read levels^2 for 4^levels.
+        if (s.exponential)
+          factors.push_back({{"param", names[s.param]}, {"base", std::exp2(s.exponent)}});
+        else
+          factors.push_back({{"param", names[s.param]},
+                             {"exponent", s.exponent},
+                             {"log_exponent", s.log_exponent}});
       }
       t["factors"] = std::move(factors);
     } else {
@@ -51,10 +55,19 @@ Function function_from(const json& j, const std::vector<std::string>& names) {
       continue;
     }
     CompoundTerm c;
-    for (const auto& s : t.at("factors"))
-      c.factors.push_back(SimpleTerm{
-          param_index(names, s.at("param").get<std::string>()), s.at("exponent").get<double>(),
-          s.at("log_exponent").get<int>(), s.value("exponential", false)});
+    for (const auto& s : t.at("factors")) {
+      const std::size_t param = param_index(names, s.at("param").get<std::string>());
+      if (!s.contains("base")) {
+        c.factors.push_back(
+            SimpleTerm{param, s.at("exponent").get<double>(), s.at("log_exponent").get<int>()});
+        continue;
+      }
+      const double base = s.at("base").get<double>();
+      if (!(std::isfinite(base) && base > 0))
+        throw ModelJsonError("a factor's base must be a positive number, not " +
+                             s.at("base").dump());
+      c.factors.push_back(SimpleTerm{param, std::log2(base), 0, /*exponential=*/true});
+    }
     f.features.emplace_back(std::move(c));
   }
   return f;

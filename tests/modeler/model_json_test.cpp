@@ -88,12 +88,32 @@ TEST(ModelJson, RoundTripKeepsAnExponentialFactor) {
       0.001, 4);
   const Model m = fit(d);
   const std::string text = to_json(m);
-  ASSERT_NE(text.find("\"exponential\": true"), std::string::npos) << m.describe();
+  // Written as 4^levels, without a power's "exponent": a reader that knows only powers refuses it.
+  const nlohmann::json saved = nlohmann::json::parse(text);
+  bool exponential = false;
+  for (const auto& term : saved["models"][0]["terms"])
+    for (const auto& factor : term.value("factors", nlohmann::json::array()))
+      if (factor.contains("base")) {
+        exponential = true;
+        EXPECT_EQ(factor["param"], "levels");
+        EXPECT_TRUE(factor["base"] == 2.0 || factor["base"] == 4.0) << factor;
+        EXPECT_FALSE(factor.contains("exponent")) << factor;
+      }
+  ASSERT_TRUE(exponential) << m.describe();
   const Model back = model_from_json(text);
   expect_same_predictions(m, back,
                           {Point{{{"batch", 4}, {"filters", 16}, {"levels", 6}}, {}},
                            Point{{{"batch", 2}, {"filters", 8}, {"levels", 3}}, {}}});
   EXPECT_EQ(to_json(back), text);
+  std::string negative = text;
+  negative.insert(negative.find("\"base\": ") + 8, "-");
+  try {
+    (void)model_from_json(negative);
+    FAIL() << "accepted a negative base";
+  } catch (const ModelJsonError& e) {
+    EXPECT_NE(std::string(e.what()).find("base must be a positive number"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ModelJson, RoundTripKeepsGpFeaturesAndCategories) {
