@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
                    e.what());
       return 2;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "memwatch %.*s: error: %s\n", static_cast<int>(name.size()),
-                   name.data(), e.what());
+      std::fprintf(stderr, "memwatch %.*s: error: %s\n", static_cast<int>(name.size()), name.data(),
+                   e.what());
       return 1;
     }
   }

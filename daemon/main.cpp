@@ -17,7 +17,9 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-void request_stop(int) { g_stop.store(true); }
+void request_stop(int) {
+  g_stop.store(true);
+}
 
 // Detaches before any ZeroMQ context exists (its I/O threads would not survive a fork). The
 // parent stays until the child reports its sockets bound, so start-up errors still reach the

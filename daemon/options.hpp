@@ -12,11 +12,11 @@
 namespace memwatch::daemon {
 
 struct Options {
-  std::string ingest;      // ROUTER for the shims
-  std::string query;       // REP for the CLI and any client
-  std::string events;      // PUB of warnings and new models
-  std::string store;       // a SQLite file's path or a PostgreSQL URL
-  std::string queue;       // a PostgreSQL store's local queue while the server is away
+  std::string ingest;  // ROUTER for the shims
+  std::string query;   // REP for the CLI and any client
+  std::string events;  // PUB of warnings and new models
+  std::string store;   // a SQLite file's path or a PostgreSQL URL
+  std::string queue;   // a PostgreSQL store's local queue while the server is away
   std::int64_t queue_limit = 1'000'000;  // samples the queue holds before it drops new ones
   std::string curve_keys;  // a `memwatch keygen` folder: CurveZMQ on every socket; empty: off
   std::string metrics;     // PORT or HOST:PORT of the Prometheus endpoint; empty: none

@@ -14,7 +14,9 @@ namespace {
 
 constexpr std::size_t kMaxRequest = 64 * 1024;
 
-json failure(const std::string& why) { return {{"ok", false}, {"error", why}}; }
+json failure(const std::string& why) {
+  return {{"ok", false}, {"error", why}};
+}
 
 // The "params" object of a request: finite numbers by name.
 model::Point point_from(const json& r) {
@@ -77,8 +79,7 @@ QueryTable::QueryTable(QueryContext context) : context_(std::move(context)) {
 
 std::string QueryTable::answer(std::string_view request) const {
   try {
-    if (request.size() > kMaxRequest)
-      return failure("request too large (at most 64 KiB)").dump();
+    if (request.size() > kMaxRequest) return failure("request too large (at most 64 KiB)").dump();
     const json r = json::parse(request, nullptr, /*allow_exceptions=*/false);
     if (!r.is_object() || !r.contains("op") || !r["op"].is_string())
       return failure("expected a JSON object with a string \"op\"").dump();
@@ -133,7 +134,8 @@ json QueryTable::op_predict(const json& r) const {
   const std::string workload = r["workload"];
   const std::string target = target_of(r);
   const auto m = context_.models->find(workload, target);
-  if (m == nullptr) return failure("no model yet for workload '" + workload + "', target " + target);
+  if (m == nullptr)
+    return failure("no model yet for workload '" + workload + "', target " + target);
   const model::Point p = point_from(r);
   const model::Prediction pred = m->predict(p);
   std::size_t runs = 0;
@@ -156,7 +158,8 @@ json QueryTable::op_max(const json& r) const {
       !(r["capacity_bytes"].get<double>() > 0))
     return failure("op 'max' needs a positive number \"capacity_bytes\"");
   const auto m = context_.models->find(workload, target);
-  if (m == nullptr) return failure("no model yet for workload '" + workload + "', target " + target);
+  if (m == nullptr)
+    return failure("no model yet for workload '" + workload + "', target " + target);
   model::Point p = point_from(r);
   const double capacity = r["capacity_bytes"];
   const double value = largest_value_that_fits(*m, p, vary, capacity);

@@ -184,8 +184,7 @@ int Server::on_ingest() {
   int taken = 0;
   for (; taken < kIngestPerTurn; ++taken) {
     std::vector<zmq::message_t> parts;
-    if (!zmq::recv_multipart(ingest_, std::back_inserter(parts), zmq::recv_flags::dontwait))
-      break;
+    if (!zmq::recv_multipart(ingest_, std::back_inserter(parts), zmq::recv_flags::dontwait)) break;
     ++stats_.frames;
     if (parts.size() != 2) {
       ++stats_.rejected;

@@ -71,7 +71,7 @@ class Server {
   std::int64_t models_seen_ = 0;  // the last model read from the store
   ModelWorker worker_;
   std::string host_;
-  OrphanSweep orphans_;  // segments left by processes no stored run names
+  OrphanSweep orphans_;                // segments left by processes no stored run names
   SeenTwice<std::int64_t> gone_runs_;  // running runs whose process a liveness check found gone
   IngestStats stats_;
   double started_ = 0;

@@ -52,7 +52,7 @@ struct Run {
   std::int64_t host_capacity_bytes = 0;
   std::string exit_cause;
   std::int64_t samples = 0;
-  std::string scheduler_job;  // Slurm's JOBID or JOBID.STEP; empty: none
+  std::string scheduler_job;     // Slurm's JOBID or JOBID.STEP; empty: none
   std::int64_t exit_detail = 0;  // the exit status or the signal, by exit_cause
 };
 

@@ -24,7 +24,7 @@ model::Point point_of(const protocol::Params& params) {
 // The modeler's own search (memwatch max answers the same): on whole values of the parameter,
 // by the upper bound, never above a smaller value that failed.
 double largest_value_that_fits(const model::Model& m, model::Point p, const std::string& vary,
-                       double capacity) {
+                               double capacity) {
   if (!(capacity > 0)) return 0;
   try {
     return model::largest_fitting(m, std::move(p), vary, capacity).value;

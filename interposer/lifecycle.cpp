@@ -56,7 +56,7 @@ constexpr std::chrono::milliseconds kExitByeWait{1000};
 // "try again", with a smaller configuration).
 constexpr int kOomAbortStatus = 75;
 
-constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL,  SIGFPE, SIGABRT,
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
                                  SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 
 std::int64_t device_capacity(int device) noexcept {
@@ -284,16 +284,19 @@ void act_on_verdict(const memwatch::protocol::Verdict& v) {
 void attach_segment(bool keep_peaks) {
   CounterBlock* block = segment_create(g_pid);
   if (block == nullptr) {
-    log_line("cannot create the shared-memory segment /dev/shm/%s; counting goes on, but the "
-             "last values will not survive a SIGKILL",
-             segment_name(g_pid).c_str());
+    log_line(
+        "cannot create the shared-memory segment /dev/shm/%s; counting goes on, but the "
+        "last values will not survive a SIGKILL",
+        segment_name(g_pid).c_str());
     block = &counters_static_block();
   }
   counters_init_block(*block, g_pid, proc_unix_s(), keep_peaks);
   counters_use_block(block);
 }
 
-void before_fork() { counters_flush_thread(); }
+void before_fork() {
+  counters_flush_thread();
+}
 
 void in_forked_child() {
   InternalScope internal;
@@ -307,9 +310,13 @@ void in_forked_child() {
   start_reporter();
 }
 
-void warn_config(const std::string& message) { log_line("%s", message.c_str()); }
+void warn_config(const std::string& message) {
+  log_line("%s", message.c_str());
+}
 
-const char* environment(const char* name) { return std::getenv(name); }
+const char* environment(const char* name) {
+  return std::getenv(name);
+}
 
 // A program that ends by _exit (dash does, and Python's os._exit) runs no destructor: its BYE is
 // asked of the reporter thread here, or the daemon would find the process gone without one and
@@ -337,13 +344,15 @@ __attribute__((constructor(101))) static void memwatch_start(int argc, char** ar
   g_start_monotonic = proc_monotonic_s();
   config_load(g_config, environment, argc, argv, warn_config);
   counters_set_batch(g_config.batch_bytes);
-  g_host_capacity = g_config.host_capacity > 0 ? g_config.host_capacity : proc_host_capacity_bytes();
+  g_host_capacity =
+      g_config.host_capacity > 0 ? g_config.host_capacity : proc_host_capacity_bytes();
   attach_segment(/*keep_peaks=*/true);
   job_start(g_config.job_root, program_name(argc, argv).c_str());
   if (job_role() == JobRole::none)
-    log_line("cannot create the shared-memory segment /dev/shm/%s; the run's figures are this "
-             "process's alone, not its job's",
-             memwatch::protocol::job_segment_name(g_pid).c_str());
+    log_line(
+        "cannot create the shared-memory segment /dev/shm/%s; the run's figures are this "
+        "process's alone, not its job's",
+        memwatch::protocol::job_segment_name(g_pid).c_str());
   pthread_atfork(before_fork, nullptr, in_forked_child);
   if (g_config.signals) install_signal_handlers();
   g_reporter = new (g_reporter_storage) Reporter();
@@ -370,4 +379,6 @@ MEMWATCH_HOOK [[noreturn]] void _exit(int status) {
   __builtin_unreachable();
 }
 
-MEMWATCH_HOOK [[noreturn]] void _Exit(int status) { _exit(status); }
+MEMWATCH_HOOK [[noreturn]] void _Exit(int status) {
+  _exit(status);
+}

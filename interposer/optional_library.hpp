@@ -22,14 +22,15 @@ inline void* optional_library_open(std::initializer_list<const char*> names) noe
 // the answer (CUDA's names).
 using SymbolLookup = void* (*)(void* handle, const char* name);
 
-inline void* plain_dlsym(void* handle, const char* name) noexcept { return dlsym(handle, name); }
+inline void* plain_dlsym(void* handle, const char* name) noexcept {
+  return dlsym(handle, name);
+}
 
 // Fills every slot from `handle`: {"zmq_send", &api.send}, ...; false at the first name missing.
 template <typename... Fns>
 bool optional_library_bind(void* handle, SymbolLookup lookup,
                            std::pair<const char*, Fns*>... slots) noexcept {
-  return (((*slots.second = reinterpret_cast<Fns>(lookup(handle, slots.first))) != nullptr) &&
-          ...);
+  return (((*slots.second = reinterpret_cast<Fns>(lookup(handle, slots.first))) != nullptr) && ...);
 }
 
 }  // namespace memwatch::shim

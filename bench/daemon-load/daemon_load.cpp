@@ -51,10 +51,9 @@ void shim(zmq::context_t& ctx, const std::string& ingest, int index, int hz, dou
     const auto due = start + duration_cast<steady_clock::duration>(period * n);
     if (due - start >= duration<double>(seconds)) break;
     std::this_thread::sleep_until(due);
-    protocol::Sample sample{hello.pid, duration<double>(due - start).count(), n * 1000,
-                            n * 1000,     n * 900,
-                            n * 100,      0,
-                            0};
+    protocol::Sample sample{
+        hello.pid, duration<double>(due - start).count(), n * 1000, n * 1000, n * 900, n * 100, 0,
+        0};
     s.send(zmq::buffer(protocol::encode(sample)), zmq::send_flags::none);
   }
   protocol::Bye bye;
@@ -155,9 +154,10 @@ int main(int argc, char** argv) {
               sent.load() - stored_samples);
   std::printf("  ingest rate    %.0f samples/s over %.1f s\n",
               static_cast<double>(stored_samples) / elapsed, elapsed);
-  std::printf("  query latency  p50 %.3f ms, p95 %.3f ms, p99 %.3f ms, max %.3f ms "
-              "(%zu status queries under load)\n",
-              percentile(latency_ms, 0.5), percentile(latency_ms, 0.95),
-              percentile(latency_ms, 0.99), percentile(latency_ms, 1.0), latency_ms.size());
+  std::printf(
+      "  query latency  p50 %.3f ms, p95 %.3f ms, p99 %.3f ms, max %.3f ms "
+      "(%zu status queries under load)\n",
+      percentile(latency_ms, 0.5), percentile(latency_ms, 0.95), percentile(latency_ms, 0.99),
+      percentile(latency_ms, 1.0), latency_ms.size());
   return 0;
 }

@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
     pool.emplace_back(loop, steps, static_cast<unsigned>(window), 12345u + static_cast<unsigned>(t),
                       &sinks[static_cast<std::size_t>(t) * 8]);
   for (auto& th : pool) th.join();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("%.6f\n", seconds);
   return 0;
 }

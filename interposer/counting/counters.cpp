@@ -127,7 +127,6 @@ void register_thread(ThreadCounters& t) noexcept {
   add(counters_block(), kThreads, 1);
 }
 
-
 }  // namespace
 
 CounterBlock& counters_block() noexcept {
@@ -191,8 +190,8 @@ std::int64_t counters_error_bound() noexcept {
 void counters_device_add(int device, std::int64_t bytes) noexcept {
   if (device < 0 || device >= kMaxDevices || bytes == 0) return;
   CounterBlock& b = counters_block();
-  const std::int64_t now = publish(b.device_live[device], b.device_peak[device],
-                                   b.device_sum_live, b.device_sum_peak, bytes);
+  const std::int64_t now = publish(b.device_live[device], b.device_peak[device], b.device_sum_live,
+                                   b.device_sum_peak, bytes);
   if (JobShare* j = job())
     if (const std::int64_t d =
             job_share(now, bytes, j->base.device_live[device], j->mine->device[device]))

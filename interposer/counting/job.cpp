@@ -23,7 +23,7 @@ using protocol::JoinedBy;
 using protocol::kMaxJobSlots;
 
 JobBlock* g_block = nullptr;
-JobSlot* g_slot = nullptr;  // null when every slot was taken: counted, but not listed
+JobSlot* g_slot = nullptr;   // null when every slot was taken: counted, but not listed
 JobContribution g_unlisted;  // this process's contribution when it has no slot
 JobShare g_share{};
 JobRole g_role = JobRole::none;
@@ -44,7 +44,8 @@ JobSlot* earlier_image_slot(int pid) {
   for (int i = 0; i < used && i < kMaxJobSlots; ++i) {
     JobSlot& slot = g_block->slots[i];
     if (slot.pid.load(std::memory_order_acquire) == pid &&
-        slot.state.load(std::memory_order_relaxed) == static_cast<std::uint8_t>(MemberState::running))
+        slot.state.load(std::memory_order_relaxed) ==
+            static_cast<std::uint8_t>(MemberState::running))
       return &slot;
   }
   return nullptr;

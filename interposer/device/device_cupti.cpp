@@ -17,8 +17,8 @@
 #include <cstring>
 
 #include "device/device_hooks.hpp"
-#include "optional_library.hpp"
 #include "device/device_routes.hpp"
+#include "optional_library.hpp"
 
 namespace memwatch::shim {
 

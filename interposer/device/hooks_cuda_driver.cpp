@@ -39,7 +39,8 @@ void* lookup_in_handle(void* handle, const char* name) {
 
 // For the exported hooks: the libcuda the program linked is next after the shim.
 void ensure_queries() noexcept {
-  look_up_once(g_next_queries_done, [] { device_driver_queries_from(lookup_in_handle, RTLD_NEXT); });
+  look_up_once(g_next_queries_done,
+               [] { device_driver_queries_from(lookup_in_handle, RTLD_NEXT); });
 }
 
 int current_device() noexcept {

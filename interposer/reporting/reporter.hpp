@@ -28,7 +28,7 @@ class ReporterClient {
 
 struct ReporterOptions {
   std::chrono::milliseconds period{100};
-  const CounterBlock* block = nullptr;  // what is sampled and watched; null: the process's own
+  const CounterBlock* block = nullptr;   // what is sampled and watched; null: the process's own
   std::int64_t host_capacity_bytes = 0;  // 0: no host watch
   // A device's capacity, 0 while unknown; asked on the reporter thread at each sample, so it
   // must neither lock nor allocate. Null: no device watch.

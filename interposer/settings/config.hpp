@@ -41,8 +41,8 @@ struct Config {
   Allocator allocator = Allocator::system;
   bool signals = true;
   std::int64_t batch_bytes = kBatchBytes;
-  char cupti[4096] = "auto";  // auto, off, or a libcupti's path
-  int job_root = 0;           // the pid of the job's first process; 0: this process starts one
+  char cupti[4096] = "auto";    // auto, off, or a libcupti's path
+  int job_root = 0;             // the pid of the job's first process; 0: this process starts one
   char scheduler_job[64] = {};  // Slurm's JOBID or JOBID.STEP from its environment; empty: none
 };
 

@@ -31,16 +31,15 @@ const YamlApi* yaml_api() {
   static const YamlApi* api = []() -> const YamlApi* {
     void* lib = optional_library_open({"libyaml-0.so.2"});
     static YamlApi a;
-    const bool ok =
-        lib != nullptr &&
-        optional_library_bind(lib, plain_dlsym,
-                              std::pair{"yaml_parser_initialize", &a.parser_initialize},
-                              std::pair{"yaml_parser_delete", &a.parser_delete},
-                              std::pair{"yaml_parser_set_input_string", &a.set_input_string},
-                              std::pair{"yaml_parser_load", &a.load},
-                              std::pair{"yaml_document_delete", &a.document_delete},
-                              std::pair{"yaml_document_get_root_node", &a.root_node},
-                              std::pair{"yaml_document_get_node", &a.node});
+    const bool ok = lib != nullptr &&
+                    optional_library_bind(
+                        lib, plain_dlsym, std::pair{"yaml_parser_initialize", &a.parser_initialize},
+                        std::pair{"yaml_parser_delete", &a.parser_delete},
+                        std::pair{"yaml_parser_set_input_string", &a.set_input_string},
+                        std::pair{"yaml_parser_load", &a.load},
+                        std::pair{"yaml_document_delete", &a.document_delete},
+                        std::pair{"yaml_document_get_root_node", &a.root_node},
+                        std::pair{"yaml_document_get_node", &a.node});
     return ok ? &a : nullptr;
   }();
   return api;

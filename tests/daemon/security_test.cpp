@@ -35,9 +35,11 @@ std::string make_dir(const std::string& path, mode_t mode) {
   return path;
 }
 
-const passwd* nobody() { return getpwnam("nobody"); }
+const passwd* nobody() {
+  return getpwnam("nobody");
+}
 
-#define SKIP_UNLESS_ROOT()                                                          \
+#define SKIP_UNLESS_ROOT()                                                             \
   if (geteuid() != 0) GTEST_SKIP() << "needs root (device nodes, other users' files)"; \
   if (nobody() == nullptr) GTEST_SKIP() << "needs the user nobody"
 
@@ -89,8 +91,12 @@ TEST(Security, AReportAimedAtAFolderIsRefusedInOneLineAndTheProgramRunsOn) {
 TEST(Security, AStickySharedSocketFolderIsUsedAsItIsWithPrivateSockets) {
   test::TempDir dir;
   const std::string shared = make_dir(dir.file("shared"), 01777);
-  test::Daemon daemon(dir.path(), {"ipc://" + shared + "/ingest", "ipc://" + shared + "/query",
-                                   "ipc://" + shared + "/events", "", {}, ""});
+  test::Daemon daemon(dir.path(), {"ipc://" + shared + "/ingest",
+                                   "ipc://" + shared + "/query",
+                                   "ipc://" + shared + "/events",
+                                   "",
+                                   {},
+                                   ""});
   EXPECT_EQ(daemon.ask({{"op", "status"}})["ok"], true) << daemon.log();
   EXPECT_EQ(stat_of(shared).st_mode & 07777, 01777u);
   EXPECT_EQ(stat_of(shared + "/ingest").st_mode & 077, 0u) << "a socket only its user may use";
@@ -111,8 +117,12 @@ TEST(Security, AWorldWritableSocketFolderIsRefusedAndLeftAsItIs) {
 TEST(Security, AMissingSocketFolderIsMadePrivateWithItsParents) {
   test::TempDir dir;
   const std::string nested = dir.file("a/b");
-  test::Daemon daemon(dir.path(), {"ipc://" + nested + "/ingest", "ipc://" + nested + "/query",
-                                   "ipc://" + nested + "/events", "", {}, ""});
+  test::Daemon daemon(dir.path(), {"ipc://" + nested + "/ingest",
+                                   "ipc://" + nested + "/query",
+                                   "ipc://" + nested + "/events",
+                                   "",
+                                   {},
+                                   ""});
   EXPECT_EQ(daemon.ask({{"op", "status"}})["ok"], true) << daemon.log();
   EXPECT_EQ(stat_of(nested).st_mode & 07777, 0700u);
 }
@@ -146,7 +156,10 @@ TEST(Security, AStoreFileOfAnotherUserInASharedFolderIsRefused) {
   test::TempDir dir;
   const std::string shared = make_dir(dir.file("shared"), 01777);
   const std::string planted = shared + "/memwatch.db";
-  { std::FILE* f = std::fopen(planted.c_str(), "w"); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(planted.c_str(), "w");
+    std::fclose(f);
+  }
   ASSERT_EQ(chown(planted.c_str(), nobody()->pw_uid, nobody()->pw_gid), 0);
   std::vector<std::string> args = ipc_args(dir.file("sock"));
   args.insert(args.end(), {"--db", planted});
@@ -229,8 +242,8 @@ test::DaemonSetup open_ingest_setup() {
 TEST(Security, AnOpenTcpEndpointWithoutKeysIsRefusedNamingItAndCurveKeys) {
   test::TempDir dir;
   const test::DaemonSetup s = open_ingest_setup();
-  const auto r = refused_daemon({"--ingest", s.ingest, "--query", s.query, "--events", s.events,
-                                 "--db", dir.file("m.db")});
+  const auto r = refused_daemon(
+      {"--ingest", s.ingest, "--query", s.query, "--events", s.events, "--db", dir.file("m.db")});
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(s.ingest), std::string::npos) << r.err;

@@ -103,7 +103,7 @@ TEST_F(DeviceCount, VmmMemoryLivesUntilReleasedAndUnmapped) {
   device_vmm_unmap(0x100000, 4 * MiB);  // both mappings in the range
   EXPECT_EQ(live(0), 2 * MiB);          // 0x1111 gone; 0x2222 not released
   device_vmm_release(0x2222);
-  EXPECT_EQ(live(0), 2 * MiB);          // still mapped at 0x900000
+  EXPECT_EQ(live(0), 2 * MiB);  // still mapped at 0x900000
   device_vmm_unmap(0x900000, 2 * MiB);
   EXPECT_EQ(live(0), 0);
   EXPECT_EQ(peak(0), 4 * MiB);

@@ -204,9 +204,9 @@ TEST(DevicePreload, CuptiThatCannotStartLeavesTheHooksCounting) {
 }
 
 TEST(DevicePreload, ANamedCuptiThatIsMissingIsSaidOnceAndTheHooksCount) {
-  const Measured m = measure(kRuntimeProgram, "runtime",
-                             {{"MEMWATCH_CUPTI", "/nonexistent/libcupti.so"},
-                              {"DEVICE_ROUTES_PAUSE", "1"}});
+  const Measured m =
+      measure(kRuntimeProgram, "runtime",
+              {{"MEMWATCH_CUPTI", "/nonexistent/libcupti.so"}, {"DEVICE_ROUTES_PAUSE", "1"}});
   ASSERT_EQ(m.run.exit_code, 0) << m.run.err;
   EXPECT_NE(m.run.err.find("MEMWATCH_CUPTI=/nonexistent/libcupti.so cannot be loaded"),
             std::string::npos)
@@ -287,8 +287,9 @@ TEST(DevicePreload, DeviceCapacitiesComeFromNvml) {
 }
 
 TEST(DevicePreload, TheCapacityGivenInTheEnvironmentWins) {
-  const Measured m = measure(kRuntimeProgram, "runtime",
-                             {{"DEVICE_ROUTES_WARMUP", "1"}, {"MEMWATCH_CAPACITY", "device1=3GiB"}});
+  const Measured m =
+      measure(kRuntimeProgram, "runtime",
+              {{"DEVICE_ROUTES_WARMUP", "1"}, {"MEMWATCH_CAPACITY", "device1=3GiB"}});
   expect_clean(m);
   EXPECT_EQ(m.report["devices"][0]["capacity_bytes"], 1024 * MiB);
   EXPECT_EQ(m.report["devices"][1]["capacity_bytes"], 3072 * MiB);

@@ -34,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const char* text = reinterpret_cast<const char*>(data);
   for (std::size_t start = 0; start <= size;) {
     const void* nul = std::memchr(text + start, '\0', size - start);
-    const std::size_t end = nul ? static_cast<std::size_t>(static_cast<const char*>(nul) - text) : size;
+    const std::size_t end =
+        nul ? static_cast<std::size_t>(static_cast<const char*>(nul) - text) : size;
     g_strings.emplace_back(text + start, end - start);
     start = end + 1;
   }

@@ -1,6 +1,5 @@
 // Configuration from the environment: every variable, good and bad values.
 #include "settings/config.hpp"
-#include "process.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -10,6 +9,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "process.hpp"
 
 using namespace memwatch::shim;
 

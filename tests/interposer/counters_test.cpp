@@ -19,8 +19,8 @@ class CountersTest : public ::testing::Test {
   void SetUp() override {
     counters_flush_thread();
     counters_init_block(*block_, 1, 0, /*keep_peaks=*/false);
-    for (auto* a : {&block_->heap_live, &block_->mmap_live, &block_->host_live,
-                    &block_->heap_peak, &block_->mmap_peak, &block_->host_peak})
+    for (auto* a : {&block_->heap_live, &block_->mmap_live, &block_->host_live, &block_->heap_peak,
+                    &block_->mmap_peak, &block_->host_peak})
       a->store(0);
     block_->threads_peak.store(block_->threads_live.load());
     previous_ = &counters_block();

@@ -29,7 +29,8 @@ TEST(PageMap, PartialPagesRoundToWholePages) {
 }
 
 TEST(PageMap, SpansCrossingLeavesAndWords) {
-  const std::uintptr_t leaf_edge = (kBase + (std::uintptr_t{4} << 30)) & ~((std::uintptr_t{4} << 30) - 1);
+  const std::uintptr_t leaf_edge =
+      (kBase + (std::uintptr_t{4} << 30)) & ~((std::uintptr_t{4} << 30) - 1);
   const std::uintptr_t start = leaf_edge - 100 * kPageSize;
   EXPECT_EQ(page_map_set(start, 300 * kPageSize), 300 * kPage);
   EXPECT_EQ(page_map_count(leaf_edge, 200 * kPageSize), 200 * kPage);
@@ -53,7 +54,8 @@ TEST(PageMap, ConcurrentNeighboursInTheSameWordStayExact) {
           set[t] += page_map_set(base + static_cast<std::uintptr_t>(p) * kPageSize, kPageSize);
         }
         for (int p = t; p < 256; p += kThreads) {
-          cleared[t] += page_map_clear(base + static_cast<std::uintptr_t>(p) * kPageSize, kPageSize);
+          cleared[t] +=
+              page_map_clear(base + static_cast<std::uintptr_t>(p) * kPageSize, kPageSize);
         }
       }
     });

@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
-#include "reporting/report.hpp"
 #include "process.hpp"
+#include "reporting/report.hpp"
 
 using namespace memwatch::shim;
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "reporting/json_buffer.hpp"
 #include "process.hpp"
+#include "reporting/json_buffer.hpp"
 
 using namespace memwatch::shim;
 using nlohmann::json;

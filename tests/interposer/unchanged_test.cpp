@@ -45,7 +45,9 @@ struct Case {
 };
 
 // gtest names each case by its cell, not by its bytes.
-[[maybe_unused]] void PrintTo(const Case& c, std::ostream* os) { *os << c.cell.name; }
+[[maybe_unused]] void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.cell.name;
+}
 
 bool exists(const std::string& path) {
   struct stat st {};

@@ -1,13 +1,14 @@
 // The key files: Z85 decodes as RFC 32 says, and every file that is not one key is refused with
 // its path named.
 #include "memwatch/protocol/curve_keys.hpp"
-#include "process.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include "process.hpp"
 
 using namespace memwatch::protocol;
 

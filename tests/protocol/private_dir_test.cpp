@@ -51,7 +51,10 @@ TEST_F(PrivateDir, ASymbolicLinkOrAFileIsNotAFolder) {
   std::filesystem::create_symlink(dir_, link);
   EXPECT_NE(ensure_private_dir(link).find("symbolic link"), std::string::npos);
   const std::string file = dir_ + "/file";
-  { std::FILE* f = std::fopen(file.c_str(), "w"); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(file.c_str(), "w");
+    std::fclose(f);
+  }
   EXPECT_NE(ensure_private_dir(file).find("not a directory"), std::string::npos);
 }
 

@@ -30,8 +30,14 @@ std::vector<Message> examples() {
   bye.device_peaks = {5, 6};
   bye.cause = ExitCause::signal;
   bye.detail = 9;
-  Verdict verdict{VerdictKind::over_capacity, "host_peak_bytes", "3 + 2*batch*dim^3", 5e10,
-                  5.5e10, 2.4e10, "batch", 2};
+  Verdict verdict{VerdictKind::over_capacity,
+                  "host_peak_bytes",
+                  "3 + 2*batch*dim^3",
+                  5e10,
+                  5.5e10,
+                  2.4e10,
+                  "batch",
+                  2};
   return {hello, sample, bye, verdict};
 }
 
@@ -67,8 +73,8 @@ TEST(Wire, TrailingBytesOtherVersionsAndUnknownTypesAreRefused) {
 }
 
 TEST(Wire, NonFiniteNumbersAreRefused) {
-  for (double bad : {std::numeric_limits<double>::quiet_NaN(),
-                     std::numeric_limits<double>::infinity()}) {
+  for (double bad :
+       {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
     Hello h;
     h.params = {{"batch", bad}};
     EXPECT_FALSE(decode(encode(h)).has_value());
@@ -82,8 +88,7 @@ TEST(Wire, RandomGarbageNeverCrashesTheDecoder) {
   for (int i = 0; i < 20000; ++i) {
     std::string frame = encode(seeds[static_cast<std::size_t>(i) % seeds.size()]);
     const int flips = 1 + static_cast<int>(rng() % 4);
-    for (int f = 0; f < flips; ++f)
-      frame[rng() % frame.size()] = static_cast<char>(rng());
+    for (int f = 0; f < flips; ++f) frame[rng() % frame.size()] = static_cast<char>(rng());
     decoded += decode(frame).has_value();
   }
   // Some corruptions land in payload bytes and still decode; none may crash or over-read

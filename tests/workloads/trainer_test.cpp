@@ -275,8 +275,8 @@ TEST(TrainPyUnderShim, ItsPeaksAreTheCppTrainersPlusTheSameConstant) {
                   const std::string& dim) {
     const std::string report = dir.file("r.json");
     std::vector<std::string> argv = trainer;
-    argv.insert(argv.end(), {"--batch-size", batch, "--dim", dim, "--levels", "3", "--filters",
-                             "8", "--steps", "2", "--threads", "1"});
+    argv.insert(argv.end(), {"--batch-size", batch, "--dim", dim, "--levels", "3", "--filters", "8",
+                             "--steps", "2", "--threads", "1"});
     const auto o = run(argv, {{"LD_PRELOAD", SHIM_PATH}, {"MEMWATCH_REPORT", report}});
     EXPECT_EQ(o.exit_code, 0) << o.err;
     return nlohmann::json::parse(read_file(report))["host"]["peak_bytes"].get<std::int64_t>();

@@ -1,5 +1,7 @@
 // The NIfTI reader: files written here with Debian's NIfTI library, read back cropped, padded,
 // normalised and one-hot.
+#include "volumes.hpp"
+
 #include <gtest/gtest.h>
 #include <nifti1_io.h>
 
@@ -10,7 +12,6 @@
 #include <string>
 
 #include "process.hpp"
-#include "volumes.hpp"
 
 namespace {
 

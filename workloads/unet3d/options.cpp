@@ -12,8 +12,8 @@ std::int64_t parse_int(std::string_view flag, std::string_view text, std::int64_
   std::int64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size())
-    throw UsageError("--" + std::string(flag) + ": expected an integer, got '" +
-                     std::string(text) + "'");
+    throw UsageError("--" + std::string(flag) + ": expected an integer, got '" + std::string(text) +
+                     "'");
   if (v < min)
     throw UsageError("--" + std::string(flag) + " must be at least " + std::to_string(min) +
                      ", got " + std::string(text));
@@ -34,8 +34,7 @@ std::array<std::int64_t, 3> parse_shape(std::string_view text) {
   std::size_t n = 0;
   while (true) {
     auto comma = text.find(',');
-    if (n == shape.size())
-      throw UsageError("--shape: expected D,H,W, got more than three values");
+    if (n == shape.size()) throw UsageError("--shape: expected D,H,W, got more than three values");
     shape[n++] = parse_int("shape", text.substr(0, comma), 1);
     if (comma == std::string_view::npos) break;
     text.remove_prefix(comma + 1);
@@ -56,7 +55,8 @@ Options parse_options(std::span<char* const> args) {
       o.help = true;
       continue;
     }
-    if (!word.starts_with("--")) throw UsageError("unexpected argument '" + std::string(word) + "'");
+    if (!word.starts_with("--"))
+      throw UsageError("unexpected argument '" + std::string(word) + "'");
     std::string_view name = word.substr(2);
     std::string_view value;
     if (auto eq = name.find('='); eq != std::string_view::npos) {
@@ -90,13 +90,19 @@ Options parse_options(std::span<char* const> args) {
     } else if (name == "steps") {
       o.steps = parse_int(name, value, 0);
     } else if (name == "precision") {
-      if (value == "fp32") o.precision = Precision::fp32;
-      else if (value == "bf16") o.precision = Precision::bf16;
-      else throw UsageError("--precision must be fp32 or bf16, got '" + std::string(value) + "'");
+      if (value == "fp32")
+        o.precision = Precision::fp32;
+      else if (value == "bf16")
+        o.precision = Precision::bf16;
+      else
+        throw UsageError("--precision must be fp32 or bf16, got '" + std::string(value) + "'");
     } else if (name == "device") {
-      if (value == "cpu") o.device = Device::cpu;
-      else if (value == "cuda") o.device = Device::cuda;
-      else throw UsageError("--device must be cpu or cuda, got '" + std::string(value) + "'");
+      if (value == "cpu")
+        o.device = Device::cpu;
+      else if (value == "cuda")
+        o.device = Device::cuda;
+      else
+        throw UsageError("--device must be cpu or cuda, got '" + std::string(value) + "'");
     } else if (name == "threads") {
       o.threads = parse_int(name, value, 0);
     } else if (name == "seed") {
@@ -123,7 +129,8 @@ Options parse_options(std::span<char* const> args) {
   std::int64_t bottom = o.batch_size;
   for (auto edge : o.shape) bottom *= edge / stride;
   if (bottom < 2)
-    throw UsageError("batch " + std::to_string(o.batch_size) + " leaves one voxel per channel at "
+    throw UsageError("batch " + std::to_string(o.batch_size) +
+                     " leaves one voxel per channel at "
                      "the lowest level, too few for batch normalisation: raise --batch-size or the "
                      "volume, or lower --levels");
   return o;
@@ -145,10 +152,15 @@ const char* usage_text() {
          "  --threads N           LibTorch intra-op threads, 0 for its default (0)\n"
          "  --seed N              seed of the weights and the synthetic data (0)\n"
          "  --lr X                Adam learning rate (0.001)\n"
-         "  --data DIR            NIfTI volumes: DIR/imagesTr/*.nii[.gz], DIR/labelsTr/ same names\n";
+         "  --data DIR            NIfTI volumes: DIR/imagesTr/*.nii[.gz], DIR/labelsTr/ same "
+         "names\n";
 }
 
-const char* to_string(Precision p) { return p == Precision::fp32 ? "fp32" : "bf16"; }
-const char* to_string(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+const char* to_string(Precision p) {
+  return p == Precision::fp32 ? "fp32" : "bf16";
+}
+const char* to_string(Device d) {
+  return d == Device::cpu ? "cpu" : "cuda";
+}
 
 }  // namespace unet3d

@@ -17,8 +17,8 @@ enum class Device { cpu, cuda };
 struct Options {
   std::int64_t batch_size = 1;
   std::array<std::int64_t, 3> shape{64, 64, 64};  // D, H, W
-  std::int64_t channels = 4;                        // the BraTS modalities
-  std::int64_t classes = 3;                         // the tumour sub-regions
+  std::int64_t channels = 4;                      // the BraTS modalities
+  std::int64_t classes = 3;                       // the tumour sub-regions
   std::int64_t filters = 16;
   std::int64_t levels = 5;
   std::int64_t steps = 10;

@@ -57,9 +57,9 @@ struct UNet3dImpl : nn::Module {
     for (std::int64_t i = 0; i + 1 < levels; ++i) {
       const auto w = width[static_cast<std::size_t>(i)];
       const auto below = width[static_cast<std::size_t>(i + 1)];
-      up.push_back(register_module(
-          "up" + std::to_string(i),
-          nn::ConvTranspose3d(nn::ConvTranspose3dOptions(below, w, 2).stride(2))));
+      up.push_back(
+          register_module("up" + std::to_string(i),
+                          nn::ConvTranspose3d(nn::ConvTranspose3dOptions(below, w, 2).stride(2))));
       decoder.push_back(register_module("dec" + std::to_string(i), DoubleConv(2 * w, w)));
     }
     head = register_module("head", nn::Conv3d(nn::Conv3dOptions(width[0], classes, 1)));
@@ -92,15 +92,15 @@ struct Batch {
 };
 
 // A smooth random field: Gaussian noise on a coarse grid, trilinearly interpolated.
-Tensor smooth_field(std::int64_t batch, std::int64_t channels, const std::array<std::int64_t, 3>& s) {
+Tensor smooth_field(std::int64_t batch, std::int64_t channels,
+                    const std::array<std::int64_t, 3>& s) {
   std::vector<std::int64_t> coarse{batch, channels};
   for (auto edge : s) coarse.push_back(std::max<std::int64_t>(2, edge / 8));
-  return torch::nn::functional::interpolate(
-      torch::randn(coarse),
-      torch::nn::functional::InterpolateFuncOptions()
-          .size(std::vector<std::int64_t>(s.begin(), s.end()))
-          .mode(torch::kTrilinear)
-          .align_corners(false));
+  return torch::nn::functional::interpolate(torch::randn(coarse),
+                                            torch::nn::functional::InterpolateFuncOptions()
+                                                .size(std::vector<std::int64_t>(s.begin(), s.end()))
+                                                .mode(torch::kTrilinear)
+                                                .align_corners(false));
 }
 
 // BraTS-like volumes: each sample holds one tumour made of nested, irregular blobs (class c is
@@ -207,8 +207,10 @@ int train(const Options& o) {
       // Autocast keeps fp32 master weights and runs the convolutions in bf16.
       at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
       at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-      if (o.device == Device::cuda) at::autocast::set_enabled(true);
-      else at::autocast::set_cpu_enabled(true);
+      if (o.device == Device::cuda)
+        at::autocast::set_enabled(true);
+      else
+        at::autocast::set_cpu_enabled(true);
       prob = model->forward(image);
       at::autocast::set_enabled(false);
       at::autocast::set_cpu_enabled(false);
@@ -255,8 +257,8 @@ int train(const Options& o) {
 int main(int argc, char** argv) {
   unet3d::Options options;
   try {
-    options = unet3d::parse_options(
-        std::span<char* const>(argv + 1, static_cast<std::size_t>(argc - 1)));
+    options =
+        unet3d::parse_options(std::span<char* const>(argv + 1, static_cast<std::size_t>(argc - 1)));
     if (options.device == unet3d::Device::cuda && !torch::cuda::is_available())
       throw unet3d::UsageError(
           "--device cuda: this LibTorch has no CUDA (built without it, or no GPU is visible)");

@@ -36,14 +36,30 @@ Volume read_nifti(const fs::path& path) {
     for (std::size_t i = 0; i < n; ++i) v.values[i] = static_cast<float>(src[i]);
   };
   switch (nim->datatype) {
-    case DT_UINT8: copy(static_cast<const std::uint8_t*>(nim->data)); break;
-    case DT_INT8: copy(static_cast<const std::int8_t*>(nim->data)); break;
-    case DT_INT16: copy(static_cast<const std::int16_t*>(nim->data)); break;
-    case DT_UINT16: copy(static_cast<const std::uint16_t*>(nim->data)); break;
-    case DT_INT32: copy(static_cast<const std::int32_t*>(nim->data)); break;
-    case DT_UINT32: copy(static_cast<const std::uint32_t*>(nim->data)); break;
-    case DT_FLOAT32: copy(static_cast<const float*>(nim->data)); break;
-    case DT_FLOAT64: copy(static_cast<const double*>(nim->data)); break;
+    case DT_UINT8:
+      copy(static_cast<const std::uint8_t*>(nim->data));
+      break;
+    case DT_INT8:
+      copy(static_cast<const std::int8_t*>(nim->data));
+      break;
+    case DT_INT16:
+      copy(static_cast<const std::int16_t*>(nim->data));
+      break;
+    case DT_UINT16:
+      copy(static_cast<const std::uint16_t*>(nim->data));
+      break;
+    case DT_INT32:
+      copy(static_cast<const std::int32_t*>(nim->data));
+      break;
+    case DT_UINT32:
+      copy(static_cast<const std::uint32_t*>(nim->data));
+      break;
+    case DT_FLOAT32:
+      copy(static_cast<const float*>(nim->data));
+      break;
+    case DT_FLOAT64:
+      copy(static_cast<const double*>(nim->data));
+      break;
     default:
       throw DataError(path.string() + ": unsupported voxel type " +
                       nifti_datatype_string(nim->datatype));
@@ -70,10 +86,11 @@ Volume fit_to(const Volume& src, const std::array<std::int64_t, 3>& shape) {
   for (std::int64_t c = 0; c < src.channels; ++c)
     for (std::int64_t z = 0; z < len[0]; ++z)
       for (std::int64_t y = 0; y < len[1]; ++y) {
-        const auto si = ((c * src.shape[0] + z + src_off[0]) * src.shape[1] + y + src_off[1]) *
-                            src.shape[2] + src_off[2];
-        const auto di = ((c * shape[0] + z + dst_off[0]) * shape[1] + y + dst_off[1]) * shape[2] +
-                        dst_off[2];
+        const auto si =
+            ((c * src.shape[0] + z + src_off[0]) * src.shape[1] + y + src_off[1]) * src.shape[2] +
+            src_off[2];
+        const auto di =
+            ((c * shape[0] + z + dst_off[0]) * shape[1] + y + dst_off[1]) * shape[2] + dst_off[2];
         std::copy_n(src.values.begin() + si, len[2], out.values.begin() + di);
       }
   return out;

@@ -16,9 +16,15 @@ inline std::string default_runtime_dir() {
   return "/tmp/memwatch-" + std::to_string(getuid());
 }
 
-inline std::string default_ingest_endpoint() { return "ipc://" + default_runtime_dir() + "/ingest"; }
-inline std::string default_query_endpoint() { return "ipc://" + default_runtime_dir() + "/query"; }
-inline std::string default_events_endpoint() { return "ipc://" + default_runtime_dir() + "/events"; }
+inline std::string default_ingest_endpoint() {
+  return "ipc://" + default_runtime_dir() + "/ingest";
+}
+inline std::string default_query_endpoint() {
+  return "ipc://" + default_runtime_dir() + "/query";
+}
+inline std::string default_events_endpoint() {
+  return "ipc://" + default_runtime_dir() + "/events";
+}
 
 // The folder holding an ipc endpoint's socket; "" for any other transport.
 inline std::string ipc_folder(std::string_view endpoint) {

@@ -82,8 +82,8 @@ struct Verdict {
   double predicted_bytes = 0;
   double upper_bytes = 0;
   double capacity_bytes = 0;
-  std::string vary;             // the parameter varied for the largest fitting value
-  double largest_fitting = 0;   // 0: none fits
+  std::string vary;            // the parameter varied for the largest fitting value
+  double largest_fitting = 0;  // 0: none fits
   friend bool operator==(const Verdict&, const Verdict&) = default;
 };
 
