@@ -17,10 +17,10 @@ ojson function_json(const Function& f, const std::vector<std::string>& names) {
     if (const auto* c = std::get_if<CompoundTerm>(&f.features[k])) {
       ojson factors = ojson::array();
       for (const auto& s : c->factors) {
-        // 2^(exponent * x) is written as base^x, without the keys of a power: a reader from
+        // An exponential factor is written as base^x, without the keys of a power: a reader from
         // before exponential factors refuses the model rather than read levels^2 for 4^levels.
         if (s.exponential)
-          factors.push_back({{"param", names[s.param]}, {"base", std::exp2(s.exponent)}});
+          factors.push_back({{"param", names[s.param]}, {"base", s.base()}});
         else
           factors.push_back({{"param", names[s.param]},
                              {"exponent", s.exponent},
@@ -66,7 +66,7 @@ Function function_from(const json& j, const std::vector<std::string>& names) {
       if (!(std::isfinite(base) && base > 0))
         throw ModelJsonError("a factor's base must be a positive number, not " +
                              s.at("base").dump());
-      c.factors.push_back(SimpleTerm{param, std::log2(base), 0, /*exponential=*/true});
+      c.factors.push_back(SimpleTerm::exponential_in(param, base));
     }
     f.features.emplace_back(std::move(c));
   }

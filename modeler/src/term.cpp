@@ -5,6 +5,14 @@
 
 namespace memwatch::model {
 
+SimpleTerm SimpleTerm::exponential_in(std::size_t param, double base) {
+  return {param, std::log2(base), 0, /*exponential=*/true};
+}
+
+double SimpleTerm::base() const {
+  return std::exp2(exponent);
+}
+
 double SimpleTerm::evaluate(std::span<const double> x) const {
   const double v = x[param];
   if (exponential) return std::exp2(exponent * v);
@@ -39,7 +47,7 @@ std::string CompoundTerm::to_string(std::span<const std::string> names) const {
     if (!s.empty()) s += " * ";
     const std::string& name = names[f.param];
     if (f.exponential) {
-      s += format_exponent(std::exp2(f.exponent)) + "^" + name;
+      s += format_exponent(f.base()) + "^" + name;
       continue;
     }
     if (f.exponent != 0) {

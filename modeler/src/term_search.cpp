@@ -57,8 +57,8 @@ void build_terms(std::size_t param, std::size_t params, const TermSearchOptions&
       current.factors.pop_back();
     }
   if (param < o.exponential.size() && o.exponential[param])
-    for (double e : {1.0, 2.0}) {  // 2^x and 4^x
-      current.factors.push_back(SimpleTerm{param, e, 0, /*exponential=*/true});
+    for (double base : {2.0, 4.0}) {
+      current.factors.push_back(SimpleTerm::exponential_in(param, base));
       build_terms(param + 1, params, o, current, out);
       current.factors.pop_back();
     }

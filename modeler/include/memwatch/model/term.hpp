@@ -18,6 +18,10 @@ struct SimpleTerm {
   // doubles a network's channels, whose weights then grow as 4^x (priors.hpp).
   bool exponential = false;
 
+  // The exponential factor base^x (base 2^exponent): how it is printed and saved.
+  [[nodiscard]] static SimpleTerm exponential_in(std::size_t param, double base);
+  [[nodiscard]] double base() const;
+
   [[nodiscard]] double evaluate(std::span<const double> x) const;
   auto operator<=>(const SimpleTerm&) const = default;
 };
