@@ -20,6 +20,16 @@ std::int64_t parse_int(std::string_view flag, std::string_view text, std::int64_
   return v;
 }
 
+// One of two names, each standing for a value of E.
+template <class E>
+E parse_either(std::string_view flag, std::string_view text, std::string_view first, E first_value,
+               std::string_view second, E second_value) {
+  if (text == first) return first_value;
+  if (text == second) return second_value;
+  throw UsageError("--" + std::string(flag) + " must be " + std::string(first) + " or " +
+                   std::string(second) + ", got '" + std::string(text) + "'");
+}
+
 double parse_positive(std::string_view flag, std::string_view text) {
   double v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -90,19 +100,9 @@ Options parse_options(std::span<char* const> args) {
     } else if (name == "steps") {
       o.steps = parse_int(name, value, 0);
     } else if (name == "precision") {
-      if (value == "fp32")
-        o.precision = Precision::fp32;
-      else if (value == "bf16")
-        o.precision = Precision::bf16;
-      else
-        throw UsageError("--precision must be fp32 or bf16, got '" + std::string(value) + "'");
+      o.precision = parse_either(name, value, "fp32", Precision::fp32, "bf16", Precision::bf16);
     } else if (name == "device") {
-      if (value == "cpu")
-        o.device = Device::cpu;
-      else if (value == "cuda")
-        o.device = Device::cuda;
-      else
-        throw UsageError("--device must be cpu or cuda, got '" + std::string(value) + "'");
+      o.device = parse_either(name, value, "cpu", Device::cpu, "cuda", Device::cuda);
     } else if (name == "threads") {
       o.threads = parse_int(name, value, 0);
     } else if (name == "seed") {

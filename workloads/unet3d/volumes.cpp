@@ -35,35 +35,22 @@ Volume read_nifti(const fs::path& path) {
   auto copy = [&](auto* src) {
     for (std::size_t i = 0; i < n; ++i) v.values[i] = static_cast<float>(src[i]);
   };
+  // One line a voxel type.
+  // clang-format off
   switch (nim->datatype) {
-    case DT_UINT8:
-      copy(static_cast<const std::uint8_t*>(nim->data));
-      break;
-    case DT_INT8:
-      copy(static_cast<const std::int8_t*>(nim->data));
-      break;
-    case DT_INT16:
-      copy(static_cast<const std::int16_t*>(nim->data));
-      break;
-    case DT_UINT16:
-      copy(static_cast<const std::uint16_t*>(nim->data));
-      break;
-    case DT_INT32:
-      copy(static_cast<const std::int32_t*>(nim->data));
-      break;
-    case DT_UINT32:
-      copy(static_cast<const std::uint32_t*>(nim->data));
-      break;
-    case DT_FLOAT32:
-      copy(static_cast<const float*>(nim->data));
-      break;
-    case DT_FLOAT64:
-      copy(static_cast<const double*>(nim->data));
-      break;
+    case DT_UINT8: copy(static_cast<const std::uint8_t*>(nim->data)); break;
+    case DT_INT8: copy(static_cast<const std::int8_t*>(nim->data)); break;
+    case DT_INT16: copy(static_cast<const std::int16_t*>(nim->data)); break;
+    case DT_UINT16: copy(static_cast<const std::uint16_t*>(nim->data)); break;
+    case DT_INT32: copy(static_cast<const std::int32_t*>(nim->data)); break;
+    case DT_UINT32: copy(static_cast<const std::uint32_t*>(nim->data)); break;
+    case DT_FLOAT32: copy(static_cast<const float*>(nim->data)); break;
+    case DT_FLOAT64: copy(static_cast<const double*>(nim->data)); break;
     default:
       throw DataError(path.string() + ": unsupported voxel type " +
                       nifti_datatype_string(nim->datatype));
   }
+  // clang-format on
   // A slope of 0 means "no scaling" in NIfTI-1.
   if (nim->scl_slope != 0.0f && (nim->scl_slope != 1.0f || nim->scl_inter != 0.0f))
     for (auto& x : v.values) x = x * nim->scl_slope + nim->scl_inter;
