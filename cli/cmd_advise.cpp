@@ -23,15 +23,34 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kRefusalWait{200};
 
-constexpr const char* usage =
-    "usage: memwatch advise --workload W --params LIST [--mem-mb N] [--gres TRES]\n"
-    "         [--partition P] [--settings FILE] [--policy advise|fill|raise|reject]\n"
-    "         [--node-mem SIZE] [--gpu-mem SIZE] [--vary P] [--deadline-ms N]\n"
-    "         [--query EP] [--curve-keys DIR]\n"
-    "Prints one line of JSON: the decision for the job (keep, set_mem with mem_mb, reject) and\n"
-    "a message for the user. FILE holds the site's settings as key = value lines (policy,\n"
-    "node_mem, node_mem.PARTITION, gpu_mem, vary, deadline_ms (500), query, curve_keys); options\n"
-    "win.";
+constexpr Option kOptions[] = {
+    {"workload", "W", "the job's workload"},
+    {"params", "LIST", "the job's parameters, batch=8,dim=128"},
+    {"mem-mb", "N", "the memory the job asks for, MiB (Slurm's --mem)"},
+    {"gres", "TRES", "the job's generic resources (gpu:2, gres/gpu:a100:1)"},
+    {"partition", "P", "the job's partition (for node_mem.P)"},
+    {"settings", "FILE",
+     "the site's settings as key = value lines: policy, node_mem, node_mem.PARTITION, gpu_mem, "
+     "vary, deadline_ms (500), query, curve_keys; options win"},
+    {"policy", "advise|fill|raise|reject",
+     "advise: a message; fill: and a job without --mem gets the bound; raise: and a --mem below "
+     "the bound is raised to it; reject: and a job that fits no node or GPU is refused "
+     "(docs/slurm.md)"},
+    {"node-mem", "SIZE", "a node's memory in the job's partition"},
+    {"gpu-mem", "SIZE", "one GPU's memory in the job's partition"},
+    {"vary", "P", "the parameter the message names the largest fitting value of"},
+    {"deadline-ms", "N", "answer within N ms; no answer from the daemon by then keeps the job"},
+    kQueryOption,
+    kCurveKeysOption,
+};
+
+constexpr Usage kUsage{
+    "--workload W --params LIST [--mem-mb N] [--gres TRES] [--partition P] [--settings FILE] "
+    "[options]",
+    "Prints one line of JSON: the decision for the job (keep, set_mem with mem_mb, reject) and a "
+    "message for the user. No answer within the deadline, or no model, keeps the job as "
+    "submitted.",
+    kOptions};
 
 // Bad input from the job (its parameters, its workload, its GPUs): the job is refused with this.
 struct JobInputError : std::runtime_error {
@@ -194,18 +213,15 @@ void answer(const std::string& decision, const json& figures, const std::string&
 
 }  // namespace
 
+std::string help_advise() {
+  return usage_text("advise", kUsage);
+}
+
 int cmd_advise(std::span<char* const> argv) {
   const auto started = Clock::now();
   Inputs in;
   try {
-    const Args args(argv,
-                    {"workload", "params", "mem-mb", "gres", "partition", "settings", "policy",
-                     "node-mem", "gpu-mem", "vary", "deadline-ms", "query", "curve-keys"},
-                    {"help"});
-    if (args.flag("help")) {
-      std::puts(usage);
-      return 0;
-    }
+    const Args args(argv, kOptions);
     in = read_inputs(args);
   } catch (const JobInputError& e) {
     answer("reject", json::object(), std::string("memwatch: ") + e.what());

@@ -62,13 +62,11 @@ std::string gib(double bytes) {
   return text;
 }
 
-// Parses the common options and runs `request`; prints JSON or hands the reply to `print`.
+// Parses `options` and runs `request`; prints JSON or hands the reply to `print`.
 template <typename Print>
-int query(std::span<char* const> argv, std::vector<std::string_view> valued, json request,
+int query(std::span<char* const> argv, std::span<const Option> options, json request,
           std::vector<std::string> required, Print print) {
-  valued.push_back("query");
-  valued.push_back("curve-keys");
-  const Args args(argv, valued, {"json"});
+  const Args args(argv, options);
   for (const std::string& field : required) request[field] = args.required(field);
   if (!args.positional().empty()) request["params"] = params_from_words(args.positional());
   if (auto t = args.value("target")) request["target"] = *t;
@@ -85,6 +83,18 @@ int query(std::span<char* const> argv, std::vector<std::string_view> valued, jso
   return 0;
 }
 
+constexpr Option kJson{"json", "", "print the daemon's answer as JSON"};
+constexpr Option kWorkload{"workload", "W", "the workload, as `memwatch workloads` lists it"};
+
+constexpr Option kStatusOptions[] = {kQueryOption, kCurveKeysOption, kJson};
+constexpr Option kRunsOptions[] = {kWorkload, kQueryOption, kCurveKeysOption, kJson};
+constexpr Option kModelOptions[] = {
+    kWorkload,
+    {"target", "T", "the figure modelled: host_peak_bytes, device_peak_bytes, ..."},
+    kQueryOption,
+    kCurveKeysOption,
+    kJson};
+
 // "; extrapolating: ..." from a daemon's predict or max answer, "" within the runs.
 std::string extrapolation_text(const json& r) {
   const std::string note = model::extrapolation_note(model::extrapolation_of(r));
@@ -93,8 +103,35 @@ std::string extrapolation_text(const json& r) {
 
 }  // namespace
 
+std::string help_status() {
+  return usage_text("status", {"[--query EP] [--curve-keys DIR] [--json]",
+                               "The daemon's runs, workloads and samples, its store and its "
+                               "sockets, and whether CurveZMQ is on.",
+                               kStatusOptions});
+}
+
+std::string help_workloads() {
+  return usage_text("workloads",
+                    {"[--query EP] [--curve-keys DIR] [--json]",
+                     "The workloads the daemon has runs of, with their counts.", kStatusOptions});
+}
+
+std::string help_runs() {
+  return usage_text("runs", {"--workload W [--query EP] [--curve-keys DIR] [--json]",
+                             "A workload's runs: status, host and device peaks, seconds and "
+                             "parameters.",
+                             kRunsOptions});
+}
+
+std::string help_model() {
+  return usage_text("model", {"--workload W --target T [--query EP] [--curve-keys DIR] [--json]",
+                              "The daemon's latest model of a workload's figure, as the JSON "
+                              "`memwatch predict --model` reads.",
+                              kModelOptions});
+}
+
 int cmd_status(std::span<char* const> argv) {
-  return query(argv, {}, {{"op", "status"}}, {}, [](const json& r) {
+  return query(argv, kStatusOptions, {{"op", "status"}}, {}, [](const json& r) {
     std::printf("memwatchd: %lld runs (%lld running) of %lld workloads, %lld samples\n",
                 r["runs"].get<long long>(), r["running"].get<long long>(),
                 r["workloads"].get<long long>(), r["samples"].get<long long>());
@@ -107,7 +144,7 @@ int cmd_status(std::span<char* const> argv) {
 }
 
 int cmd_workloads(std::span<char* const> argv) {
-  return query(argv, {}, {{"op", "workloads"}}, {}, [](const json& r) {
+  return query(argv, kStatusOptions, {{"op", "workloads"}}, {}, [](const json& r) {
     for (const auto& w : r["workloads"])
       std::printf("%-30s %6lld runs\n", w["workload"].get<std::string>().c_str(),
                   w["runs"].get<long long>());
@@ -115,7 +152,7 @@ int cmd_workloads(std::span<char* const> argv) {
 }
 
 int cmd_runs(std::span<char* const> argv) {
-  return query(argv, {"workload"}, {{"op", "runs"}}, {"workload"}, [](const json& r) {
+  return query(argv, kRunsOptions, {{"op", "runs"}}, {"workload"}, [](const json& r) {
     std::printf("%6s  %-9s %12s %12s %9s  %s\n", "id", "status", "host MiB", "device MiB",
                 "seconds", "params");
     for (const auto& run : r["runs"])
@@ -126,8 +163,8 @@ int cmd_runs(std::span<char* const> argv) {
   });
 }
 
-int cmd_predict_daemon(std::span<char* const> argv) {
-  return query(argv, {"workload", "target"}, {{"op", "predict"}}, {"workload"}, [](const json& r) {
+int cmd_predict_daemon(std::span<char* const> argv, std::span<const Option> options) {
+  return query(argv, options, {{"op", "predict"}}, {"workload"}, [](const json& r) {
     std::printf("%s\n  predicted %s, upper bound %s%s (from %lld runs)\n",
                 r["formula"].get<std::string>().c_str(), gib(r["peak_bytes"]).c_str(),
                 gib(r["upper_bytes"]).c_str(), extrapolation_text(r).c_str(),
@@ -135,23 +172,22 @@ int cmd_predict_daemon(std::span<char* const> argv) {
   });
 }
 
-int cmd_max_daemon(std::span<char* const> argv) {
-  return query(argv, {"workload", "vary", "target", "capacity"}, {{"op", "max"}},
-               {"workload", "vary"}, [](const json& r) {
-                 if (r["value"].get<double>() <= 0) {
-                   std::printf("no value of %s fits in %s\n", r["vary"].get<std::string>().c_str(),
-                               gib(r["capacity_bytes"]).c_str());
-                   return;
-                 }
-                 std::printf("largest %s that fits in %s: %g (predicted %s, upper bound %s%s)\n",
-                             r["vary"].get<std::string>().c_str(), gib(r["capacity_bytes"]).c_str(),
-                             r["value"].get<double>(), gib(r["peak_bytes"]).c_str(),
-                             gib(r["upper_bytes"]).c_str(), extrapolation_text(r).c_str());
-               });
+int cmd_max_daemon(std::span<char* const> argv, std::span<const Option> options) {
+  return query(argv, options, {{"op", "max"}}, {"workload", "vary"}, [](const json& r) {
+    if (r["value"].get<double>() <= 0) {
+      std::printf("no value of %s fits in %s\n", r["vary"].get<std::string>().c_str(),
+                  gib(r["capacity_bytes"]).c_str());
+      return;
+    }
+    std::printf("largest %s that fits in %s: %g (predicted %s, upper bound %s%s)\n",
+                r["vary"].get<std::string>().c_str(), gib(r["capacity_bytes"]).c_str(),
+                r["value"].get<double>(), gib(r["peak_bytes"]).c_str(),
+                gib(r["upper_bytes"]).c_str(), extrapolation_text(r).c_str());
+  });
 }
 
 int cmd_model(std::span<char* const> argv) {
-  return query(argv, {"workload", "target"}, {{"op", "model"}}, {"workload", "target"},
+  return query(argv, kModelOptions, {{"op", "model"}}, {"workload", "target"},
                [](const json& r) { std::puts(r["model"].dump(2).c_str()); });
 }
 

@@ -2,18 +2,33 @@
 // its default, from the one table the shim itself reads them by.
 #include <cstdio>
 #include <span>
-#include <string_view>
+#include <string>
 
+#include "args.hpp"
 #include "memwatch/protocol/shim_options.hpp"
 
 namespace memwatch::cli {
 
-int cmd_env(std::span<char* const> args) {
-  const bool markdown = !args.empty() && std::string_view(args[0]) == "--markdown";
-  if (args.size() > (markdown ? 1u : 0u)) {
-    std::fprintf(stderr, "memwatch env: expected no argument but --markdown\n");
-    return 2;
-  }
+namespace {
+
+constexpr Option kOptions[] = {
+    {"markdown", "", "print them as a Markdown table (the README's)"},
+};
+
+}  // namespace
+
+std::string help_env() {
+  return usage_text("env", {"[--markdown]",
+                            "The environment variables the shim reads, what each means, and its "
+                            "default.",
+                            kOptions});
+}
+
+int cmd_env(std::span<char* const> argv) {
+  const Args args(argv, kOptions);
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional().front() + "'");
+  const bool markdown = args.flag("markdown");
   if (markdown) std::puts("| variable | meaning | default |\n| --- | --- | --- |");
   for (const protocol::ShimOptionInfo& o : protocol::kShimOptions) {
     if (markdown) {

@@ -32,41 +32,59 @@ std::vector<int> log_powers(std::size_t j) {
   return powers;
 }
 
-constexpr const char* usage =
-    "usage: memwatch fit --input FILE [--target COLUMN] [--params a,b,...] [--json]\n"
-    "                    [--terms K] [--exponents 0,0.5,1,...] [--log | --log-power J]\n"
-    "                    [--factors F] [--gp auto|always|never] [--level 0.95] [--regimes 2]\n"
-    "                    [--formula-only] [--axes dim=3,...]\n"
-    "FILE is CSV with a header (parameters, then the target) or JSON Lines\n"
-    "{\"params\":{...},\"value\":N}. The target defaults to device_peak_bytes where every\n"
-    "run used a device, else host_peak_bytes when the header has it, else the last column; the\n"
-    "parameters default to every other column except a sweep's measurement columns. Columns of\n"
-    "words (fp32, bf16) split the runs into separate models.\n"
-    "--log: a factor may carry log2(x); --log-power J: up to log2(x)^J (Extra-P's: 2).\n"
-    "--factors F: parameters a term may multiply together (default 3; up to 6).\n"
-    "--regimes N: cut the runs at up to N nested breaks where one formula cannot follow them\n"
-    "(0: never).\n"
-    "--formula-only: predict by the formula alone, without correcting a point by the misses of\n"
-    "the runs that differ from it in one parameter (its configuration's other batch sizes),\n"
-    "or, at batch 1 without any, of the batch-1 runs nearest it in activations.\n"
-    "--axes P=K,...: P spans K axes of the trainer's tensors (a cube's edge 3, one side of a\n"
-    "patch 1): memory is a polynomial of degree K in P that carries P^K (the activations).\n"
-    "A parameter named levels or stages (a network whose channels double at each) may also\n"
-    "enter as 2^levels and 4^levels (its weights), where the runs hold three values of it.";
+constexpr Option kOptions[] = {
+    {"input", "FILE",
+     "the runs: CSV with a header (parameters, then the target), a sweep's file as it is, or "
+     "JSON Lines {\"params\":{...},\"value\":N} (N may be a list of repetitions, as "
+     "Extra-P writes them: their median is taken)"},
+    {"target", "COLUMN",
+     "the figure to model (default: device_peak_bytes where every run used a device, else "
+     "host_peak_bytes when the header has it, else the last column)"},
+    {"params", "a,b,...",
+     "the parameters (default: every other column but a sweep's measurement columns; columns "
+     "of words, fp32 or bf16, split the runs into separate models)"},
+    {"json", "", "print the model as the JSON `memwatch predict --model` reads"},
+    {"terms", "K", "terms in a formula besides the constant, 1 to 6 (default 4)"},
+    {"exponents", "0,0.5,1,...",
+     "the powers a factor may take (default 0,0.5,1,1.5,2,3; the priors narrow them for a "
+     "batch and for spatial extents)"},
+    {"log", "", "a factor may carry log2(x)"},
+    {"log-power", "J", "a factor may carry log2(x) up to the power J, 1 to 3 (Extra-P's: 2)"},
+    {"factors", "F", "parameters a term may multiply together, 1 to 6 (default 3)"},
+    {"gp", "auto|always|never",
+     "the genetic-programming search for forms outside the terms' family (default auto: where "
+     "the terms miss by more than noise)"},
+    {"level", "L", "the upper bound's nominal coverage, between 0 and 1 (default 0.95)"},
+    {"regimes", "N",
+     "cut the runs at up to N nested breaks where one formula cannot follow them, 0 to 3 "
+     "(default 1; 0: never)"},
+    {"formula-only", "",
+     "predict by the formula alone, without correcting a point by the misses of the runs that "
+     "differ from it in one parameter (its configuration's other batch sizes), or, at batch 1 "
+     "without any, of the batch-1 runs nearest it in activations"},
+    {"axes", "P=K,...",
+     "P spans K axes of the trainer's tensors (a cube's edge 3, one side of a patch 1): memory "
+     "is a polynomial of degree K in P that carries P^K (the activations)"},
+};
+
+constexpr Usage kUsage{
+    "--input FILE [--target COLUMN] [--params a,b,...] [--json] [search options]",
+    "Fits a formula of peak memory over the runs' parameters and prints it with its "
+    "leave-one-out error and the upper bound's method. A parameter named levels or stages (a "
+    "network whose channels double at each) may also enter as 2^levels and 4^levels (its "
+    "weights), where the runs hold three values of it.",
+    kOptions};
 
 }  // namespace
 
+std::string help_fit() {
+  return usage_text("fit", kUsage);
+}
+
 int cmd_fit(std::span<char* const> argv) {
-  const Args args(argv,
-                  {"input", "target", "params", "terms", "exponents", "log-power", "factors", "gp",
-                   "level", "regimes", "axes"},
-                  {"json", "log", "formula-only", "help"});
-  if (args.flag("help")) {
-    std::puts(usage);
-    return 0;
-  }
+  const Args args(argv, kOptions);
   if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional().front() + "'\n" + usage);
+    throw UsageError("unexpected argument '" + args.positional().front() + "'");
   const std::string path = args.required("input");
 
   model::TableOptions table;

@@ -60,10 +60,22 @@ void write_key(const fs::path& file, const char* z85, mode_t mode) {
   if (!ok) throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(saved));
 }
 
+constexpr Option kOptions[] = {
+    {"force", "", "replace keys DIR holds already (nodes holding the old ones are then refused)"},
+};
+
 }  // namespace
 
+std::string help_keygen() {
+  return usage_text("keygen", {"DIR [--force]",
+                               "Makes CurveZMQ keys in DIR (mode 0700): the daemon's pair "
+                               "(server.key, server.pub) and a client pair for the nodes "
+                               "(client.key, client.pub), secret keys mode 0600.",
+                               kOptions});
+}
+
 int cmd_keygen(std::span<char* const> argv) {
-  const Args args(argv, {}, {"force"});
+  const Args args(argv, kOptions);
   if (args.positional().size() != 1) throw UsageError("expected one folder: keygen DIR [--force]");
   if (zmq_has("curve") == 0)
     throw std::runtime_error("this libzmq was built without CURVE (libsodium): no keys to make");

@@ -159,11 +159,30 @@ std::string gnuplot_program(const PlotRequest& request, const Slice& slice, cons
   return program + "plot " + plots + "\n";
 }
 
+constexpr Option kOptions[] = {
+    {"workload", "W", "the workload, as `memwatch workloads` lists it"},
+    {"x", "P", "the parameter along the horizontal axis"},
+    {"by", "P", "one curve per value of P (default: one curve)"},
+    {"target", "T", "the figure drawn (default host_peak_bytes)"},
+    {"capacity", "BYTES", "draw the capacity as a line there"},
+    {"out", "FILE.png|FILE.svg", "the picture to write; its extension picks the format"},
+    kQueryOption,
+    kCurveKeysOption,
+};
+
 }  // namespace
 
+std::string help_plot() {
+  return usage_text("plot", {"--workload W --x P [--by P] [--target T] [--capacity BYTES] --out "
+                             "FILE.png|FILE.svg",
+                             "Draws a workload's finished runs as points, the daemon's model as "
+                             "curves with its upper band, and the capacity as a line (gnuplot). "
+                             "The other parameters are held at the values most runs have.",
+                             kOptions});
+}
+
 int cmd_plot(std::span<char* const> argv) {
-  const Args args(argv, {"workload", "x", "by", "target", "capacity", "out", "query", "curve-keys"},
-                  {});
+  const Args args(argv, kOptions);
   PlotRequest request{args.required("workload"), args.required("x"), args.value("by").value_or(""),
                       args.value("target").value_or("host_peak_bytes"), args.required("out")};
   terminal_for(request.out);  // a bad --out is said before asking the daemon

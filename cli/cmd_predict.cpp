@@ -15,23 +15,42 @@
 #include "memwatch/model/table_parse.hpp"
 #include "memwatch/protocol/parse.hpp"
 #include "model_io.hpp"
+#include "query_client.hpp"
 
 namespace memwatch::cli {
 
 namespace {
 
-constexpr const char* usage =
-    "usage: memwatch predict --model MODEL.json --input FILE [--json]\n"
-    "       memwatch predict --model MODEL.json name=value... [--json]\n"
-    "FILE is CSV whose header names the model's parameters (other columns are ignored) or JSON\n"
-    "Lines with a \"params\" object. --json prints [{\"prediction\":..,\"upper\":..}, ...].";
+// Each command's options, those that read a model file first and those that ask the daemon
+// last; --json, shared, between them.
+constexpr Option kPredictOptions[] = {
+    {"model", "MODEL.json", "answer offline from this model file (`memwatch fit --json`)"},
+    {"input", "FILE",
+     "the points: CSV whose header names the model's parameters (other columns are ignored), or "
+     "JSON Lines with a \"params\" object each"},
+    {"json", "",
+     "print [{\"prediction\":..,\"upper\":..}, ...] (with --workload: the daemon's answer)"},
+    {"workload", "W", "ask the daemon instead, from its latest model of W"},
+    {"target", "T", "with --workload: the figure, host_peak_bytes or device_peak_bytes"},
+    kQueryOption,
+    kCurveKeysOption,
+};
+constexpr auto kPredictFromFile = std::span(kPredictOptions).first(3);
+constexpr auto kPredictFromDaemon = std::span(kPredictOptions).subspan(2);
 
-constexpr const char* max_usage =
-    "usage: memwatch max --model MODEL.json --vary P --capacity SIZE [--step S] name=value... "
-    "[--json]\n"
-    "       memwatch max --workload W --vary P --capacity SIZE name=value... (asks the daemon)\n"
-    "The largest value of P (a multiple of S, default 1) whose upper bound, and every smaller\n"
-    "one's, fits SIZE (24GiB, 512MiB, bytes); the other parameters as given.";
+constexpr Option kMaxOptions[] = {
+    {"model", "MODEL.json", "answer offline from this model file (`memwatch fit --json`)"},
+    {"step", "S", "the answer is a multiple of S (default 1)"},
+    {"vary", "P", "the parameter to find the largest value of"},
+    {"capacity", "SIZE", "the memory the bound must fit in: 24GiB, 512MiB, or bytes"},
+    {"json", "", "print the answer as JSON (with --workload: the daemon's answer)"},
+    {"workload", "W", "ask the daemon instead, from its latest model of W"},
+    {"target", "T", "with --workload: the figure, host_peak_bytes or device_peak_bytes"},
+    kQueryOption,
+    kCurveKeysOption,
+};
+constexpr auto kMaxFromFile = std::span(kMaxOptions).first(5);
+constexpr auto kMaxFromDaemon = std::span(kMaxOptions).subspan(2);
 
 bool asks_daemon(std::span<char* const> argv) {
   for (const char* word : argv)
@@ -76,21 +95,36 @@ model::Point point_from_words(const std::vector<std::string>& words, const model
 
 }  // namespace
 
-int cmd_predict_daemon(std::span<char* const> argv);
-int cmd_max_daemon(std::span<char* const> argv);
+int cmd_predict_daemon(std::span<char* const> argv, std::span<const Option> options);
+int cmd_max_daemon(std::span<char* const> argv, std::span<const Option> options);
+
+std::string help_predict() {
+  return usage_text("predict",
+                    {"--model MODEL.json (--input FILE | NAME=VALUE...) [--json]\n"
+                     "--workload W [--target T] NAME=VALUE... [--json]",
+                     "The peak a model predicts at each point and its upper bound, and whether the "
+                     "point lies past the runs. NAME=VALUE words give one point: every parameter "
+                     "of the model, categorical ones (precision=bf16) too.",
+                     kPredictOptions});
+}
+
+std::string help_max() {
+  return usage_text(
+      "max", {"--model MODEL.json --vary P --capacity SIZE [--step S] NAME=VALUE... [--json]\n"
+              "--workload W --vary P --capacity SIZE [--target T] NAME=VALUE... [--json]",
+              "The largest value of P (a multiple of S) whose upper bound, and every smaller "
+              "one's, fits SIZE; the other parameters as the NAME=VALUE words give them.",
+              kMaxOptions});
+}
 
 int cmd_predict(std::span<char* const> argv) {
   // With --workload the daemon answers from its latest model; with --model, a model file does.
-  if (asks_daemon(argv)) return cmd_predict_daemon(argv);
-  const Args args(argv, {"model", "input"}, {"json", "help"});
-  if (args.flag("help")) {
-    std::puts(usage);
-    return 0;
-  }
+  if (asks_daemon(argv)) return cmd_predict_daemon(argv, kPredictFromDaemon);
+  const Args args(argv, kPredictFromFile);
   const std::string model_path = args.required("model");
   const auto input = args.value("input");
   if (input.has_value() == !args.positional().empty())
-    throw UsageError(std::string("give either --input FILE or name=value words\n") + usage);
+    throw UsageError("give either --input FILE or name=value words");
 
   const model::Model m = read_model(model_path);
   std::vector<model::Point> points;
@@ -128,12 +162,8 @@ int cmd_predict(std::span<char* const> argv) {
 }
 
 int cmd_max(std::span<char* const> argv) {
-  if (asks_daemon(argv)) return cmd_max_daemon(argv);
-  const Args args(argv, {"model", "vary", "capacity", "step"}, {"json", "help"});
-  if (args.flag("help")) {
-    std::puts(max_usage);
-    return 0;
-  }
+  if (asks_daemon(argv)) return cmd_max_daemon(argv, kMaxFromDaemon);
+  const Args args(argv, kMaxFromFile);
   const model::Model m = read_model(args.required("model"));
   const std::string vary = args.required("vary");
   const std::string size = args.required("capacity");

@@ -20,12 +20,22 @@ using nlohmann::json;
 
 constexpr double kMiB = 1048576.0;  // Slurm's M
 
-constexpr const char* usage =
-    "usage: memwatch report --slurm JOBID [--query EP] [--curve-keys DIR] [--json]\n"
-    "       memwatch report --user USER [--last N] [...]   (the user's last N jobs, default 10)\n"
-    "Requested (scontrol), predicted and bound (the workload's model now), measured (the job's\n"
-    "runs in memwatchd: the largest of its steps' peaks), and the request it should have made:\n"
-    "the measured peak, rounded up to a MiB.";
+constexpr Option kOptions[] = {
+    {"slurm", "JOBID", "the job"},
+    {"user", "USER", "the user's last jobs instead"},
+    {"last", "N", "with --user: how many (default 10)"},
+    {"json", "", "print the reports as JSON"},
+    kQueryOption,
+    kCurveKeysOption,
+};
+
+constexpr Usage kUsage{
+    "--slurm JOBID [--query EP] [--curve-keys DIR] [--json]\n"
+    "--user USER [--last N] [...]",
+    "Requested (scontrol), predicted and bound (the workload's model now), measured (the job's "
+    "runs in memwatchd: the largest of its steps' peaks), and the request it should have made: "
+    "the measured peak, rounded up to a MiB.",
+    kOptions};
 
 bool of_job(const json& run, const std::string& id) {
   const std::string tag = run.value("scheduler_job", std::string());
@@ -144,16 +154,16 @@ void print_job(const json& r) {
 
 }  // namespace
 
+std::string help_report() {
+  return usage_text("report", kUsage);
+}
+
 int cmd_report(std::span<char* const> argv) {
-  const Args args(argv, {"slurm", "user", "last", "query", "curve-keys"}, {"json", "help"});
-  if (args.flag("help")) {
-    std::puts(usage);
-    return 0;
-  }
+  const Args args(argv, kOptions);
   const auto id = args.value("slurm");
   const auto user = args.value("user");
   if (id.has_value() == user.has_value())
-    throw UsageError(std::string("give either --slurm JOBID or --user USER\n") + usage);
+    throw UsageError("give either --slurm JOBID or --user USER");
   const DaemonQuery daemon = daemon_query(args);
   const std::vector<json> runs = slurm_runs(daemon);
   json reports = json::array();

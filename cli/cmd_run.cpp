@@ -9,12 +9,51 @@
 #include <vector>
 
 #include "args.hpp"
+#include "memwatch/protocol/shim_options.hpp"
 #include "shim_path.hpp"
 
 namespace memwatch::cli {
 
+namespace {
+
+using protocol::shim_option;
+using protocol::ShimOption;
+
+// The shim's variable an option sets, whose meaning is its help.
+constexpr Option sets(std::string_view name, std::string_view value, ShimOption variable) {
+  return {name, value, shim_option(variable).meaning};
+}
+
+constexpr Option kOptions[] = {
+    sets("workload", "W", ShimOption::workload),
+    {"param", "NAME=VALUE", "a numeric parameter of the run; repeatable"},
+    sets("report", "PATH", ShimOption::report),
+    sets("capacity", "LIST", ShimOption::capacity),
+    sets("endpoint", "EP", ShimOption::endpoint),
+    {"shim", "PATH",
+     "the libmemwatch.so to preload (default: MEMWATCH_SHIM, else the one built beside this "
+     "memwatch)"},
+};
+
+constexpr Usage kUsage{
+    "[--workload W] [--param NAME=VALUE ...] [--report PATH] [options] -- COMMAND [ARGS]",
+    "Runs COMMAND under the shim, as LD_PRELOAD=libmemwatch.so would (what LD_PRELOAD holds "
+    "already stays, after it), and exits with its status. Each option sets the shim's variable "
+    "of its name (--param: MEMWATCH_PARAMS); `memwatch env` says their defaults.",
+    kOptions};
+
+void set_variable(ShimOption variable, const std::string& value) {
+  setenv(shim_option(variable).variable, value.c_str(), 1);
+}
+
+}  // namespace
+
+std::string help_run() {
+  return usage_text("run", kUsage);
+}
+
 int cmd_run(std::span<char* const> argv) {
-  const Args args(argv, {"workload", "param", "report", "shim", "endpoint", "capacity"}, {});
+  const Args args(argv, kOptions);
   if (args.rest().empty()) throw UsageError("nothing to run: put the command after --");
   const std::string shim = find_shim(args.value("shim").value_or(""));
 
@@ -31,12 +70,12 @@ int cmd_run(std::span<char* const> argv) {
   if (const char* existing = std::getenv("LD_PRELOAD"); existing && *existing)
     preload += std::string(":") + existing;
   setenv("LD_PRELOAD", preload.c_str(), 1);
-  if (!params.empty()) setenv("MEMWATCH_PARAMS", params.c_str(), 1);
-  if (auto w = args.value("workload")) setenv("MEMWATCH_WORKLOAD", w->c_str(), 1);
-  if (auto r = args.value("report")) setenv("MEMWATCH_REPORT", r->c_str(), 1);
-  if (auto e = args.value("endpoint")) setenv("MEMWATCH_ENDPOINT", e->c_str(), 1);
-  if (auto c = args.value("capacity")) setenv("MEMWATCH_CAPACITY", c->c_str(), 1);
-  unsetenv("MEMWATCH_JOB");  // a job of its own, even when started inside another
+  if (!params.empty()) set_variable(ShimOption::params, params);
+  if (auto w = args.value("workload")) set_variable(ShimOption::workload, *w);
+  if (auto r = args.value("report")) set_variable(ShimOption::report, *r);
+  if (auto e = args.value("endpoint")) set_variable(ShimOption::endpoint, *e);
+  if (auto c = args.value("capacity")) set_variable(ShimOption::capacity, *c);
+  unsetenv(shim_option(ShimOption::job).variable);  // a job of its own, even inside another
 
   std::vector<char*> command;
   for (const std::string& word : args.rest()) command.push_back(const_cast<char*>(word.c_str()));

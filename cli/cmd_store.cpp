@@ -58,8 +58,16 @@ int copy(const std::vector<std::string>& words) {
 
 }  // namespace
 
+std::string help_store() {
+  return usage_text("store", {"copy SRC DST",
+                              "Copies every run, sample and model of the store SRC into DST, "
+                              "which must be empty; each is a SQLite file's path or "
+                              "postgresql://USER@HOST/DB. Progress is shown on stderr.",
+                              {}});
+}
+
 int cmd_store(std::span<char* const> argv) {
-  const Args args(argv, {}, {});
+  const Args args(argv, {});
   const auto& words = args.positional();
   if (words.empty() || words[0] != "copy") throw UsageError(kUsage);
   return copy(words);

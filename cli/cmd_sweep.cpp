@@ -35,33 +35,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-void print_help() {
-  std::string columns;
-  for (const std::string& c : protocol::sweep_measure_columns()) columns += ", " + c;
-  std::printf(
-      "usage: memwatch sweep --grid NAME=V1,V2,... [--grid ...] --out FILE [--repeat N]\n"
-      "                      [--resume] [--timeout SECONDS] [--shim PATH] [--workload NAME]\n"
-      "                      [--config-template FILE] -- COMMAND [ARGS with {NAME}, {config}]\n"
-      "       memwatch sweep --auto [--toward NAME=V,...] [--budget-runs N] [--budget-minutes M]\n"
-      "                      [--tolerance 2%%] [--measure COLUMN] [--model-out MODEL.json]\n"
-      "                      [--axes NAME=K,...]\n"
-      "                      --grid ... --out FILE [--resume] ... -- COMMAND ...\n"
-      "Runs COMMAND for every combination of the grids under the shim and appends one CSV row\n"
-      "per run: the parameters%s\n(exit_status: minus the signal for a killed run).\n"
-      "--config-template FILE: each run gets a copy of FILE with its {NAME} filled in, and\n"
-      "{config} in the command is that copy's path; other braces in FILE stay as they are.\n"
-      "--auto: memwatch picks each run from the grid itself, cheapest and most informative for\n"
-      "the target (--toward; an axis not named is at its largest value) first, never one whose\n"
-      "bound is above 1/8 of the target's predicted memory, refits after each, and stops when\n"
-      "the upper bound at the target is within --tolerance of the prediction (default 2%%) or\n"
-      "the budget is spent (default 10 runs; the file's rows count). It prints one line: the\n"
-      "prediction and bound at the target, the runs, what stopped it. --measure: the column to\n"
-      "model (default: device_peak_bytes where the first run that ends well used a device, else\n"
-      "host_peak_bytes). --axes dim=3: dim spans 3 axes of the trainer's tensors (a cube's\n"
-      "edge), so the model carries dim^3, as `memwatch fit --axes` does.\n",
-      columns.c_str());
-}
-
 void report_progress(std::size_t i, std::size_t total, const std::string& point, const RunResult& r,
                      double elapsed) {
   const double left = elapsed / static_cast<double>(i + 1) * static_cast<double>(total - i - 1);
@@ -74,15 +47,22 @@ void report_progress(std::size_t i, std::size_t total, const std::string& point,
 
 }  // namespace
 
+std::string help_sweep() {
+  std::string columns;
+  for (const std::string& c : protocol::sweep_measure_columns()) columns += ", " + c;
+  const std::string about =
+      "Runs COMMAND for every combination of the grids under the shim and appends one CSV row "
+      "per run: the parameters" +
+      columns + " (exit_status: minus the signal for a killed run).";
+  return usage_text("sweep", {"--grid NAME=V1,V2,... [--grid ...] --out FILE [options] -- "
+                              "COMMAND [ARGS with {NAME}, {config}]\n"
+                              "--auto [--toward NAME=V,...] [--budget-runs N] --grid ... --out "
+                              "FILE [options] -- COMMAND ...",
+                              about, kSweepOptions});
+}
+
 int cmd_sweep(std::span<char* const> argv) {
-  Args args(argv,
-            {"grid", "out", "repeat", "shim", "timeout", "workload", "config-template", "toward",
-             "budget-runs", "budget-minutes", "tolerance", "measure", "model-out", "axes"},
-            {"resume", "help", "auto"});
-  if (args.flag("help")) {
-    print_help();
-    return 0;
-  }
+  const Args args(argv, kSweepOptions);
   const SweepSettings s = read_sweep_settings(args);
   const fs::path shim = find_shim(args.value("shim").value_or(""));
   if (args.flag("auto")) return sweep_auto(s, read_auto_settings(args, s), shim);

@@ -1,9 +1,19 @@
 #include <cstdio>
 #include <span>
+#include <string>
+
+#include "args.hpp"
 
 namespace memwatch::cli {
 
-int cmd_version(std::span<char* const>) {
+std::string help_version() {
+  return usage_text("version", {"", "Prints memwatch's version.", {}});
+}
+
+int cmd_version(std::span<char* const> argv) {
+  const Args args(argv, {});
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional().front() + "'");
   std::puts("memwatch 0.1.0");
   return 0;
 }

@@ -16,6 +16,16 @@ struct DaemonQuery {
   std::string curve_keys;  // a `memwatch keygen` folder: ask as a CURVE client; empty: plain
 };
 
+// The options of every command that asks the daemon, read by daemon_query.
+inline constexpr Option kQueryOption{
+    "query", "EP",
+    "the daemon's query endpoint, ipc://PATH or tcp://HOST:PORT (default: MEMWATCH_QUERY, else "
+    "the daemon's default socket)"};
+inline constexpr Option kCurveKeysOption{
+    "curve-keys", "DIR",
+    "ask as a CurveZMQ client with the keys `memwatch keygen DIR` made (default: "
+    "MEMWATCH_CURVE_KEYS, else plain)"};
+
 // The endpoint from --query, else MEMWATCH_QUERY, else the default ipc path; the keys from
 // --curve-keys, else MEMWATCH_CURVE_KEYS. `args` must accept both options.
 DaemonQuery daemon_query(const Args& args);

@@ -220,9 +220,8 @@ std::string measure_for(std::optional<double> device_peak) {
 }  // namespace
 
 std::optional<std::string> auto_only_option(const Args& args) {
-  for (const char* name :
-       {"toward", "budget-runs", "budget-minutes", "tolerance", "measure", "model-out", "axes"})
-    if (args.value(name)) return name;
+  for (const Option& o : kAutoOnlyOptions)
+    if (args.value(o.name)) return std::string(o.name);
   return std::nullopt;
 }
 

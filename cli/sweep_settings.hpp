@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,45 @@
 #include "sweep_run.hpp"
 
 namespace memwatch::cli {
+
+// The options of `memwatch sweep`: those of every sweep, then --auto and those it alone takes.
+inline constexpr Option kSweepOptions[] = {
+    {"grid", "NAME=V1,V2,...", "a parameter and its values; one --grid per parameter"},
+    {"out", "FILE", "the CSV the rows are appended to"},
+    {"repeat", "N", "run every point N times (default 1)"},
+    {"resume", "", "skip the points FILE has rows for already, and finish a sweep cut short"},
+    {"timeout", "SECONDS", "kill a run that takes longer; its row says so"},
+    {"shim", "PATH",
+     "the libmemwatch.so to preload (default: MEMWATCH_SHIM, else the one built beside this "
+     "memwatch)"},
+    {"workload", "NAME", "the runs' workload name (default: the program's name)"},
+    {"config-template", "FILE",
+     "each run gets a copy of FILE with its {NAME} filled in, and {config} in the command is "
+     "that copy's path; other braces in FILE stay as they are"},
+    {"auto", "",
+     "pick each run from the grid, cheapest and most informative for the target first, never "
+     "one whose bound is above 1/8 of the target's predicted memory; refit after each and stop "
+     "when the upper bound at the target is within the tolerance of the prediction, or the "
+     "budget is spent; one line says the prediction and bound at the target, the runs, and "
+     "what stopped it"},
+    {"toward", "NAME=V,...",
+     "with --auto: the target (a parameter not named is at its grid's largest value)"},
+    {"budget-runs", "N", "with --auto: at most N runs, the file's rows counted (default 10)"},
+    {"budget-minutes", "M",
+     "with --auto: start no run that would end past M minutes of runs (its time estimated from "
+     "the runs before it)"},
+    {"tolerance", "SHARE", "with --auto: the bound's width that ends the sweep (default 2%)"},
+    {"measure", "COLUMN",
+     "with --auto: the column to model (default: device_peak_bytes where the first run that "
+     "ends well used a device, else host_peak_bytes)"},
+    {"model-out", "MODEL.json", "with --auto: write the last model there"},
+    {"axes", "NAME=K,...",
+     "with --auto: NAME spans K axes of the trainer's tensors (a cube's edge 3), so the model "
+     "carries NAME^K, as `memwatch fit --axes` does"},
+};
+inline constexpr std::size_t kAutoAt = 8;
+static_assert(kSweepOptions[kAutoAt].name == "auto");
+inline constexpr auto kAutoOnlyOptions = std::span(kSweepOptions).subspan(kAutoAt + 1);
 
 struct SweepSettings {
   std::vector<Axis> axes;
