@@ -21,17 +21,23 @@ namespace memwatch::cli {
 
 namespace {
 
+constexpr Option kModelFile{"model", "MODEL.json",
+                            "answer offline from this model file (`memwatch fit --json`)"};
+constexpr Option kWorkload{"workload", "W", "ask the daemon instead, from its latest model of W"};
+constexpr Option kTarget{"target", "T",
+                         "with --workload: the figure, host_peak_bytes or device_peak_bytes"};
+
 // Each command's options, those that read a model file first and those that ask the daemon
 // last; --json, shared, between them.
 constexpr Option kPredictOptions[] = {
-    {"model", "MODEL.json", "answer offline from this model file (`memwatch fit --json`)"},
+    kModelFile,
     {"input", "FILE",
      "the points: CSV whose header names the model's parameters (other columns are ignored), or "
      "JSON Lines with a \"params\" object each"},
     {"json", "",
      "print [{\"prediction\":..,\"upper\":..}, ...] (with --workload: the daemon's answer)"},
-    {"workload", "W", "ask the daemon instead, from its latest model of W"},
-    {"target", "T", "with --workload: the figure, host_peak_bytes or device_peak_bytes"},
+    kWorkload,
+    kTarget,
     kQueryOption,
     kCurveKeysOption,
 };
@@ -39,13 +45,13 @@ constexpr auto kPredictFromFile = std::span(kPredictOptions).first(3);
 constexpr auto kPredictFromDaemon = std::span(kPredictOptions).subspan(2);
 
 constexpr Option kMaxOptions[] = {
-    {"model", "MODEL.json", "answer offline from this model file (`memwatch fit --json`)"},
+    kModelFile,
     {"step", "S", "the answer is a multiple of S (default 1)"},
     {"vary", "P", "the parameter to find the largest value of"},
     {"capacity", "SIZE", "the memory the bound must fit in: 24GiB, 512MiB, or bytes"},
     {"json", "", "print the answer as JSON (with --workload: the daemon's answer)"},
-    {"workload", "W", "ask the daemon instead, from its latest model of W"},
-    {"target", "T", "with --workload: the figure, host_peak_bytes or device_peak_bytes"},
+    kWorkload,
+    kTarget,
     kQueryOption,
     kCurveKeysOption,
 };
