@@ -72,6 +72,20 @@ std::optional<Held> held_out_rates(const Dataset& d, const Function& f, std::siz
   return out;
 }
 
+// Whether the runs' span of parameter p, `bottom` to `top`, moves the whole of f (the constant
+// too: the allocator's slack is part of the peak the slope must show above) by kMinReach at the
+// others' values of any run.
+bool slope_shown(const Dataset& d, const Function& f, std::size_t p, double bottom, double top) {
+  for (const auto& row : d.rows) {
+    std::vector<double> at(row.x.begin(), row.x.end());
+    at[p] = bottom;
+    const double before = f.evaluate(at);
+    at[p] = top;
+    if (before > 0 && std::log(f.evaluate(at) / before) >= kMinReach) return true;
+  }
+  return false;
+}
+
 // The upper quartile: a slope that grows shows in most held-out runs (the larger ones most), a
 // jag in one; with four held-out runs or fewer it is the worst.
 double upper_quartile(std::vector<double> rates) {
@@ -86,6 +100,7 @@ ParamCheck check_param(const Dataset& d, const Function& f, std::size_t p, const
   std::set<double> values;
   for (const auto& row : d.rows) values.insert(row.x[p]);
   check.top = values.empty() ? 0 : *values.rbegin();
+  check.slope_shown = !values.empty() && slope_shown(d, f, p, *values.begin(), check.top);
   if (values.size() < 3) return check;
   const auto value = [&](std::size_t from_top) { return *std::next(values.rbegin(), from_top); };
   const auto last = held_out_rates(d, f, p, check.top, value(1), check.top, how);
@@ -127,10 +142,11 @@ PastTheRuns ExtrapolationCheck::at(const Function& f, std::span<const double> x)
     // runs at levels 3 and 4, the formula's variable part grew 7-18% to levels 6 at 64^3 (under
     // kMinReach: vouched), and it was up to 28% low there, its bound 18% (the weights grow as
     // 4^levels). The parameter's own ratio is the least reach an unchecked one vouches for.
-    const double own =
-        c.held_out > 0 || !(x[c.param] > c.top && c.top > 0) ? 0 : std::log(x[c.param] / c.top);
+    const double beyond = x[c.param] > c.top && c.top > 0 ? std::log(x[c.param] / c.top) : 0;
+    const double own = c.held_out > 0 ? 0 : beyond;
     if (!c.affine && std::max(reach, own) > std::max(2 * c.checked_reach, kMinReach))
       past.vouched = false;
+    if (c.affine && !c.slope_shown && beyond > kMinReach) past.vouched = false;
   }
   const double value = f.evaluate(x);
   if (value > 0) past.widening = widening * std::max(0.0, variable_part(f, x)) / value;

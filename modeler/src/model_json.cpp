@@ -200,7 +200,8 @@ std::string to_json(const Model& m, int indent) {
                         {"held_out", c.held_out},
                         {"held_before", c.held_before},
                         {"checked_reach", c.checked_reach},
-                        {"affine", c.affine}});
+                        {"affine", c.affine},
+                        {"slope_shown", c.slope_shown}});
     j["bound"]["extrapolation"] = std::move(checks);
     ojson runner_ups = ojson::array();
     for (const auto& r : p.runner_ups) runner_ups.push_back(function_json(r, m.params));
@@ -295,6 +296,7 @@ Model model_from_json(std::string_view text) {
           c.held_before = e.value("held_before", std::size_t{0});  // absent before it existed
           c.checked_reach = e.at("checked_reach").get<double>();
           c.affine = e.at("affine").get<bool>();
+          c.slope_shown = e.value("slope_shown", true);  // absent before it existed: vouched
           if (!(c.miss_per_reach >= 0) || !std::isfinite(c.miss_per_reach) ||
               !std::isfinite(c.top) || !(c.checked_reach >= 0))
             throw ModelJsonError(
