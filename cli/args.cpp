@@ -128,6 +128,12 @@ std::string Args::required(std::string_view name) const {
   throw OptionError("missing required option --" + std::string(name));
 }
 
+void Args::refuse_positional(std::string_view why) const {
+  if (positional_.empty()) return;
+  throw UsageError("unexpected argument '" + positional_.front() + "'" +
+                   (why.empty() ? "" : " (" + std::string(why) + ")"));
+}
+
 bool Args::flag(std::string_view name) const {
   return std::find(flags_.begin(), flags_.end(), name) != flags_.end();
 }

@@ -57,6 +57,9 @@ class Args {
   [[nodiscard]] std::string required(std::string_view name) const;
   [[nodiscard]] bool flag(std::string_view name) const;
   [[nodiscard]] const std::vector<std::string>& positional() const { return positional_; }
+  // For a command that takes no positional word: throws UsageError naming the first, with
+  // `why` in parentheses after it when given.
+  void refuse_positional(std::string_view why = {}) const;
   [[nodiscard]] const std::vector<std::string>& rest() const { return rest_; }
 
  private:

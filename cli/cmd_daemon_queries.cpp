@@ -84,12 +84,11 @@ int query(std::span<char* const> argv, std::span<const Option> options, json req
 }
 
 constexpr Option kJson{"json", "", "print the daemon's answer as JSON"};
-constexpr Option kWorkload{"workload", "W", "the workload, as `memwatch workloads` lists it"};
 
 constexpr Option kStatusOptions[] = {kQueryOption, kCurveKeysOption, kJson};
-constexpr Option kRunsOptions[] = {kWorkload, kQueryOption, kCurveKeysOption, kJson};
+constexpr Option kRunsOptions[] = {kWorkloadOption, kQueryOption, kCurveKeysOption, kJson};
 constexpr Option kModelOptions[] = {
-    kWorkload,
+    kWorkloadOption,
     {"target", "T", "the figure modelled: host_peak_bytes, device_peak_bytes, ..."},
     kQueryOption,
     kCurveKeysOption,

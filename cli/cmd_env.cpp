@@ -26,8 +26,7 @@ std::string help_env() {
 
 int cmd_env(std::span<char* const> argv) {
   const Args args(argv, kOptions);
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional().front() + "'");
+  args.refuse_positional();
   const bool markdown = args.flag("markdown");
   if (markdown) std::puts("| variable | meaning | default |\n| --- | --- | --- |");
   for (const protocol::ShimOptionInfo& o : protocol::kShimOptions) {

@@ -83,8 +83,7 @@ std::string help_fit() {
 
 int cmd_fit(std::span<char* const> argv) {
   const Args args(argv, kOptions);
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional().front() + "'");
+  args.refuse_positional();
   const std::string path = args.required("input");
 
   model::TableOptions table;

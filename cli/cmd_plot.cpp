@@ -160,7 +160,7 @@ std::string gnuplot_program(const PlotRequest& request, const Slice& slice, cons
 }
 
 constexpr Option kOptions[] = {
-    {"workload", "W", "the workload, as `memwatch workloads` lists it"},
+    kWorkloadOption,
     {"x", "P", "the parameter along the horizontal axis"},
     {"by", "P", "one curve per value of P (default: one curve)"},
     {"target", "T", "the figure drawn (default host_peak_bytes)"},

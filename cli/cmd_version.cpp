@@ -12,8 +12,7 @@ std::string help_version() {
 
 int cmd_version(std::span<char* const> argv) {
   const Args args(argv, {});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional().front() + "'");
+  args.refuse_positional();
   std::puts("memwatch 0.1.0");
   return 0;
 }

@@ -26,6 +26,9 @@ inline constexpr Option kCurveKeysOption{
     "ask as a CurveZMQ client with the keys `memwatch keygen DIR` made (default: "
     "MEMWATCH_CURVE_KEYS, else plain)"};
 
+inline constexpr Option kWorkloadOption{"workload", "W",
+                                        "the workload, as `memwatch workloads` lists it"};
+
 // The endpoint from --query, else MEMWATCH_QUERY, else the default ipc path; the keys from
 // --curve-keys, else MEMWATCH_CURVE_KEYS. `args` must accept both options.
 DaemonQuery daemon_query(const Args& args);

@@ -16,9 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 void usage_check(const Args& args) {
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional().front() +
-                     "' (the command to run goes after --)");
+  args.refuse_positional("the command to run goes after --");
   if (args.rest().empty())
     throw UsageError(
         "no command to run: memwatch sweep --grid NAME=V1,V2 --out FILE -- CMD {NAME}");
