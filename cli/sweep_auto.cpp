@@ -157,14 +157,29 @@ std::optional<Fitted> refit(const Planner& planner, const std::vector<Measured>&
   return fit_runs(planner, agreeing, measure, options);
 }
 
-double relative_headroom(const Fitted& f) {
-  return (f.at_target.upper - f.at_target.value) / f.at_target.value;
-}
-
 // Runs whose peaks hardly differ show a floor (what the trainer holds whatever its parameters),
 // not the law: a model of them is flat and its bound tight, and says nothing of the target.
 bool grows(const Fitted& f, double tolerance) {
   return f.growth > kGrowthTolerances * tolerance;
+}
+
+// The largest peak a next run may have: kCapShare of the target's prediction, or, where a law of
+// growing runs predicts less, the largest run already made. Laws from a few runs near a trainer's
+// floor swing by several times from one run to the next (a transformer's, 100 MiB of floor under
+// 2.5 GiB at its target, fell from 27 to 0.41 GiB at its eighth run, its cap then under every
+// run), and a sweep that stopped there would keep the worst of them; one that keeps to sizes it
+// has run spends nothing it had not spent, and its next runs settle the law. A flat law (a floor)
+// predicts every point at the floor and would let any point under it: no run then.
+double run_cap(const Fitted& f, const std::vector<Measured>& runs, double tolerance) {
+  double largest = 0;
+  if (grows(f, tolerance))
+    for (const auto& r : runs)
+      if (r.peak) largest = std::max(largest, *r.peak);
+  return std::max(f.at_target.value * kCapShare, largest);
+}
+
+double relative_headroom(const Fitted& f) {
+  return (f.at_target.upper - f.at_target.value) / f.at_target.value;
 }
 
 // The bound is only trusted to end the sweep with runs to spare over the coefficients (on as
@@ -201,13 +216,14 @@ std::string point_text(const std::vector<Axis>& axes, const std::vector<double>&
   return s;
 }
 
-std::string model_text(const std::optional<Fitted>& f, double tolerance) {
+std::string model_text(const std::optional<Fitted>& f, const std::vector<Measured>& runs,
+                       double tolerance) {
   if (!f) return "no model yet";
   char buf[160];
   std::snprintf(buf, sizeof buf, "target %s, bound +%.1f%% (%s %.3g%%), cap %s, fit on %zu runs",
                 gib_text(f->at_target.value).c_str(), relative_headroom(*f) * 100,
                 relative_headroom(*f) <= tolerance ? "within" : "over", tolerance * 100,
-                gib_text(f->at_target.value * kCapShare).c_str(), f->fitted.size());
+                gib_text(run_cap(*f, runs, tolerance)).c_str(), f->fitted.size());
   return buf;
 }
 
@@ -324,10 +340,13 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
     }
     std::optional<Choice> next;
     if (fitted) {
-      next = planner.informed(fitted->model, runs, fitted->fitted,
-                              fitted->at_target.value * kCapShare);
+      const double cap = run_cap(*fitted, runs, a.tolerance);
+      next = planner.informed(fitted->model, runs, fitted->fitted, cap);
       if (!next) {
-        stopped = "no grid point left under 1/8 of the target's predicted memory";
+        stopped = cap > fitted->at_target.value * kCapShare
+                      ? "no grid point left under the largest run made (1/8 of the target's "
+                        "predicted memory is less)"
+                      : "no grid point left under 1/8 of the target's predicted memory";
         break;
       }
     } else {
@@ -369,7 +388,7 @@ int sweep_auto(const SweepSettings& s, const AutoSettings& a, const fs::path& sh
     std::fprintf(stderr, "[auto %zu] %s: %s %d, %s %s, %.1f s | %s | elapsed %s\n", runs.size(),
                  point.c_str(), r.exit_status < 0 ? "signal" : "exit", std::abs(r.exit_status),
                  shown.c_str(), gib_text(peak).c_str(), r.elapsed_s,
-                 model_text(fitted, a.tolerance).c_str(), clock_text(spent_s()).c_str());
+                 model_text(fitted, runs, a.tolerance).c_str(), clock_text(spent_s()).c_str());
     if (!r.log_tail.empty()) std::fputs(r.log_tail.c_str(), stderr);
   }
   std::fclose(csv);

@@ -1,8 +1,8 @@
 // Which point `memwatch sweep --auto` runs next. Before a model exists: the cheapest points that
 // give every parameter three values, so each one's law can be told apart. With a model: among the
-// points whose bound stays under the cap (1/8 of the target's prediction), the one that most
-// narrows the prediction at the target for what it costs, with a pull toward the grid's corners
-// no run has been near.
+// points whose bound stays under the cap (1/8 of the target's prediction, or the largest run made
+// where that is less: `sweep_auto.cpp`), the one that most narrows the prediction at the target
+// for what it costs, with a pull toward the grid's corners no run has been near.
 #pragma once
 
 #include <cstddef>

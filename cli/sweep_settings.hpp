@@ -31,7 +31,8 @@ inline constexpr Option kSweepOptions[] = {
      "that copy's path; other braces in FILE stay as they are"},
     {"auto", "",
      "pick each run from the grid, cheapest and most informative for the target first, never "
-     "one whose bound is above 1/8 of the target's predicted memory; refit after each and stop "
+     "one whose bound is above 1/8 of the target's predicted memory (or, where that is less, "
+     "the largest run made); refit after each and stop "
      "when the upper bound at the target is within the tolerance of the prediction, or the "
      "budget is spent; one line says the prediction and bound at the target, the runs, and "
      "what stopped it"},
