@@ -83,7 +83,7 @@ std::string help_fit() {
 
 int cmd_fit(std::span<char* const> argv) {
   const Args args(argv, kOptions);
-  args.refuse_positional();
+  args.refuse_positional("the runs' file goes after --input");
   const std::string path = args.required("input");
 
   model::TableOptions table;

@@ -92,6 +92,13 @@ TEST(Help, AUsageErrorNamesTheProblemAndWhereTheOptionsAre) {
   EXPECT_NE(unknown.err.find("memwatch fit: unknown option --inptu"), std::string::npos)
       << unknown.err;
   EXPECT_NE(unknown.err.find("`memwatch fit --help`"), std::string::npos) << unknown.err;
+  // The runs' file given as a word: the message says where it goes.
+  const Finished bare_file = memwatch_with({"fit", "runs.csv"});
+  EXPECT_EQ(bare_file.exit_code, 2);
+  EXPECT_NE(
+      bare_file.err.find("unexpected argument 'runs.csv' (the runs' file goes after --input)"),
+      std::string::npos)
+      << bare_file.err;
   const Finished valued_flag = memwatch_with({"fit", "--input", "runs.csv", "--json=yes"});
   EXPECT_EQ(valued_flag.exit_code, 2);
   EXPECT_NE(valued_flag.err.find("--json takes no value"), std::string::npos) << valued_flag.err;
