@@ -1,5 +1,6 @@
-// unet3d-train and train.py as programs: parameter counts against the architecture's formula, a
-// short run whose loss falls, bad flags, NIfTI data, and peaks under the shim.
+// unet3d-train, train.py and the transformer's train.py as programs: parameter counts against the
+// architecture's formula, a short run whose loss falls, bad flags, NIfTI data, and peaks under
+// the shim.
 #include <gtest/gtest.h>
 #include <nifti1_io.h>
 
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "process.hpp"
@@ -239,6 +241,41 @@ TEST(TrainPy, BadFlagsAndNiftiVolumes) {
   EXPECT_EQ(summary_of(o)["data"], "nifti");
 }
 
+// The transformer's weights: token embedding and output head (vocab x d_model, the head with a
+// bias), a learned position per token, and per layer the attention's in- and out-projections
+// (4 d^2 + 4 d), the feed-forward's two d x 4d layers (8 d^2 + 5 d) and two layer norms (4 d).
+std::int64_t transformer_parameters(std::int64_t vocab, std::int64_t seq, std::int64_t d,
+                                    std::int64_t layers) {
+  return 2 * vocab * d + vocab + seq * d + layers * (12 * d * d + 13 * d);
+}
+
+TEST(TransformerPy, ParameterCountsFollowTheFormulaAndBadFlagsGiveOneLine) {
+  if (!python_has_torch()) GTEST_SKIP() << "/usr/bin/python3 has no torch (python3-torch)";
+  for (const auto& [seq, d, layers] : {std::tuple{64, 64, 2}, {128, 32, 3}, {16, 96, 1}}) {
+    const auto o =
+        run({"/usr/bin/python3", TRANSFORMER_PY, "--steps", "0", "--seq-len", std::to_string(seq),
+             "--d-model", std::to_string(d), "--layers", std::to_string(layers)});
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_EQ(summary_of(o)["parameters"].get<std::int64_t>(),
+              transformer_parameters(1000, seq, d, layers))
+        << "seq " << seq << " d_model " << d << " layers " << layers;
+  }
+  const auto o = run({"/usr/bin/python3", TRANSFORMER_PY, "--steps", "3", "--seq-len", "32",
+                      "--d-model", "32", "--batch-size", "2"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_TRUE(summary_of(o)["final_loss"].is_number());
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{"--bogus", "1"},
+                                                {"--batch-size", "0"},
+                                                {"--seq-len", "x"},
+                                                {"--d-model", "66", "--heads", "4"}}) {
+    std::vector<std::string> argv{"/usr/bin/python3", TRANSFORMER_PY};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const auto bad = run(argv);
+    EXPECT_EQ(bad.exit_code, 2) << flags[0] << bad.err;
+    EXPECT_EQ(lines_of(bad.err).size(), 1u) << bad.err;
+  }
+}
+
 #ifdef SHIM_PATH
 // The shim's report for one training step.
 nlohmann::json peaks_of(const TempDir& dir, std::int64_t batch, std::int64_t dim) {
@@ -324,6 +361,25 @@ TEST(TrainPyUnderShim, DataLoaderWorkersAreOneJobWithTheTrainer) {
   EXPECT_GE(job_peak, trainer);
   EXPECT_LE(job_peak, trainer + added_by_workers + (std::int64_t{1} << 20));
   EXPECT_LT(job_peak, sum_of_own_peaks - (std::int64_t{64} << 20)) << "inherited heaps once";
+}
+
+// Attention holds batch x heads x seq^2 scores a layer, the rest of the activations grow as
+// batch x seq x d_model: from seq 128 to 256 to 512 the peak's growth more than doubles at each
+// step (3.2 times by the transformer's law in bench/data: a line in seq would double it).
+TEST(TransformerPyUnderShim, ItsPeakGrowsWithTheSquareOfTheSequence) {
+  TempDir dir;
+  auto peak = [&](int seq) {
+    const std::string report = dir.file("s" + std::to_string(seq) + ".json");
+    const auto o = run({"/usr/bin/python3", TRANSFORMER_PY, "--batch-size", "2", "--seq-len",
+                        std::to_string(seq), "--d-model", "64", "--steps", "2"},
+                       {{"LD_PRELOAD", SHIM_PATH}, {"MEMWATCH_REPORT", report}});
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return nlohmann::json::parse(read_file(report))["host"]["peak_bytes"].get<double>();
+  };
+  const double p128 = peak(128), p256 = peak(256), p512 = peak(512);
+  EXPECT_GT(p256, p128);
+  EXPECT_GT((p512 - p256) / (p256 - p128), 2.5)
+      << "peaks at seq 128, 256, 512: " << p128 << ", " << p256 << ", " << p512;
 }
 
 #endif
