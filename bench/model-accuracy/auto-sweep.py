@@ -40,6 +40,11 @@ DATASETS = {
                     "--batch-size", "{batch}", "--steps", "2", "--threads", "2"],
         "vary": ["dim", "batch"],
     },
+    "transformer-cpu": {
+        "command": ["/usr/bin/python3", "workloads/transformer/train.py", "--batch-size", "{batch}",
+                    "--seq-len", "{seq}", "--d-model", "{d_model}", "--steps", "2", "--threads", "1"],
+        "vary": ["seq", "batch", "d_model"],
+    },
     # Its device peaks; without a GPU here, only --replay (the helper holds them as host memory).
     "unet3d-py-cuda": {
         "command": ["python3", "workloads/unet3d/train.py", "--device", "cuda", "--levels",

@@ -126,7 +126,8 @@ def main():
     ap.add_argument("--memwatch", default=os.path.join(ROOT, "build", "bin", "memwatch"))
     ap.add_argument("--data", action="append", help="sweep CSV (default: every one in bench/data)")
     ap.add_argument("--target", help="the figure to model (default: as run.py)")
-    ap.add_argument("--volume", default="dim")
+    ap.add_argument("--volume", help="the column the runs are extrapolated along (default: the "
+                    "sweep's, as run.py)")
     ap.add_argument("--at", type=float, help="ask at this volume instead of the largest, fitted on "
                     "the runs at volume <= AT / 1.5")
     ap.add_argument("--axes", help="the tensor axes the parameters span (memwatch fit --axes dim=3)")
@@ -136,7 +137,7 @@ def main():
         for i, path in enumerate(datasets):
             if i:
                 print()
-            one_sweep(args.memwatch, path, args.target, args.volume, tmp,
+            one_sweep(args.memwatch, path, args.target, run.volume_column(path, args.volume), tmp,
                       ("--axes", args.axes) if args.axes else (), args.at)
 
 

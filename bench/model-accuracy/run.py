@@ -7,10 +7,11 @@ the founding study's 4.15% quoted beneath. Prints one table:
 hold-out MAPE, upper-bound coverage and median headroom (the bound's excess over the measured
 peak, relative to it; memwatch only: the peers give no bound) and fit time.
 
-Data: every CSV in bench/data (the sweeps of the 3D U-net trainers, C++ and Python, CPU and GPU), one table
-each; a synthetic sweep from synth.py (a U-net-shaped ground truth with 0.2% noise) when there is
-none. --data picks a file (--data synthetic: the synthetic sweep). The modeled figure is a sweep's
-device peak where every run used a device, else its host peak (--target names another).
+Data: every CSV in bench/data (the sweeps of the 3D U-net trainers, C++ and Python, CPU and GPU,
+and of the transformer language model), one table each; a synthetic sweep from synth.py (a
+U-net-shaped ground truth with 0.2% noise) when there is none. --data picks a file (--data
+synthetic: the synthetic sweep). The modeled figure is a sweep's device peak where every run used
+a device, else its host peak (--target names another).
 """
 import argparse
 import csv
@@ -28,6 +29,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
 from sweep_columns import MEASUREMENTS, modeled_figure  # noqa: E402
+
+# The column each reference sweep is extrapolated along (its size past the runs): the U-nets' cube
+# edge, the transformer's sequence.
+VOLUMES = {"transformer-cpu": "seq"}
+
+
+def volume_column(path, given=None):
+    """--volume where given, else the sweep's own (dim unless VOLUMES names another)."""
+    return given or VOLUMES.get(os.path.splitext(os.path.basename(path))[0], "dim")
 
 
 def read_runs(path, target=None):
@@ -163,7 +173,8 @@ def main():
                     "(default: bench/data/unet3d-cpu.csv when it exists, else synthetic)")
     ap.add_argument("--target", help="the figure to model (default: each sweep's device peak "
                     "where it used a device, else its host peak)")
-    ap.add_argument("--volume", default="dim", help="the column to extrapolate along (default dim)")
+    ap.add_argument("--volume", help="the column to extrapolate along (default: the sweep's, dim for "
+                    "the U-nets, seq for the transformer)")
     ap.add_argument("--train-to", type=float, metavar="V",
                     help="extrapolation split: train on the runs with the column <= V (default: the "
                          "largest value / 1.5)")
@@ -208,6 +219,7 @@ def main():
         x_all = encode(rows, params, categories)
         y_all = np.array([float(r[target]) for r in rows])
 
+        args.volume = volume_column(data, args.volume)
         volume = np.array([float(r[args.volume]) for r in rows])
         largest = volume.max()
         train_to = args.train_to if args.train_to is not None else largest / 1.5

@@ -173,6 +173,36 @@ TEST(Selection, StatedAxesSetAParametersDegreeAndRequireItsTopPower) {
   EXPECT_TRUE(respects_priors(planes, params, {{1, 4}, {32, 32}}, cube));
 }
 
+// A PyTorch MLP (1024 inputs, two hidden layers of `hidden`, 10 outputs, Adam, 3 steps, one
+// thread) measured through the shim at batch 64-512 x hidden 256-1024: its weights are 16 bytes x
+// hidden^2, which a dozen runs let the default powers follow as hidden^(3/2); at batch 4096,
+// hidden 2048 it measured 353.6 MB, above that fit's bound. `hidden`, a layer's width, takes whole
+// powers: the weights' own square, and a bound that covers the run.
+TEST(Selection, ALayersWidthTakesWholePowersAndItsBoundCoversTheMeasuredRunPastTheRuns) {
+  const double peaks[4][3] = {{109124080, 118626432, 143890416},
+                              {109390760, 118893016, 144157144},
+                              {109915944, 119549488, 144682728},
+                              {110966600, 120456960, 147825160}};
+  const double batches[] = {64, 128, 256, 512}, widths[] = {256, 512, 1024};
+  auto runs = [&](const std::string& width_name) {
+    Dataset d;
+    d.params = {"batch", width_name};
+    d.target = "host_peak_bytes";
+    for (int b = 0; b < 4; ++b)
+      for (int h = 0; h < 3; ++h) d.add({batches[b], widths[h]}, peaks[b][h]);
+    return d;
+  };
+  const double measured = 353570728;  // batch 4096, hidden 2048
+  const Model width = fit(runs("hidden"));
+  EXPECT_EQ(degree_in(width.parts.front().function, 1), 2) << width.describe();
+  EXPECT_GE(width.predict(Point{{{"batch", 4096}, {"hidden", 2048}}, {}}).upper, measured)
+      << width.describe();
+  // Under a name no prior knows, the same runs' bound falls short of the run.
+  const Model unknown = fit(runs("units"));
+  EXPECT_LT(unknown.predict(Point{{{"batch", 4096}, {"units", 2048}}, {}}).upper, measured)
+      << unknown.describe();
+}
+
 // The second trainer of issue 13: its patch side `pd` spans one axis, a name no prior knows,
 // so a dozen runs jagging by 3% leave pd^(1/2) and pd^(3/2) forms credible beside batch·pd,
 // and their disagreement past the runs widens the bound. Stated, pd is a line: the bound at
