@@ -365,7 +365,7 @@ TEST(TrainPyUnderShim, DataLoaderWorkersAreOneJobWithTheTrainer) {
 
 // Attention holds batch x heads x seq^2 scores a layer, the rest of the activations grow as
 // batch x seq x d_model: from seq 128 to 256 to 512 the peak's growth more than doubles at each
-// step (3.2 times by the transformer's law in bench/data: a line in seq would double it).
+// step (3.1 times in bench/data/transformer-cpu.csv: a line in seq would double it).
 TEST(TransformerPyUnderShim, ItsPeakGrowsWithTheSquareOfTheSequence) {
   TempDir dir;
   auto peak = [&](int seq) {
