@@ -6,8 +6,8 @@ activations batch x seq x d_model, the weights, their gradients and AdamW's mome
 times about 12 x d_model^2 per layer. It knows nothing of memwatch; the last stdout line is a
 JSON summary.
 """
-import argparse
 import json
+import os
 import sys
 import time
 
@@ -15,41 +15,22 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-
-class UsageError(Exception):
-    pass
-
-
-class Parser(argparse.ArgumentParser):
-    # One line and exit status 2, as the U-net trainers do, instead of argparse's usage block.
-    def error(self, message):
-        raise UsageError(message)
-
-
-def at_least(minimum):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'")
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
-        return value
-    return parse
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from trainer_flags import Parser, UsageError, positive_int  # noqa: E402
 
 
 def parse_options(argv):
     p = Parser(prog="train.py", allow_abbrev=False,
                description="Trains a causal transformer language model on synthetic tokens.")
-    p.add_argument("--batch-size", type=at_least(1), default=8)
-    p.add_argument("--seq-len", type=at_least(1), default=256)
-    p.add_argument("--d-model", type=at_least(1), default=128)
-    p.add_argument("--heads", type=at_least(1), default=4)
-    p.add_argument("--layers", type=at_least(1), default=2)
-    p.add_argument("--vocab", type=at_least(2), default=1000)
-    p.add_argument("--steps", type=at_least(0), default=2)
-    p.add_argument("--threads", type=at_least(0), default=1, help="0: PyTorch's default")
-    p.add_argument("--seed", type=at_least(0), default=0)
+    p.add_argument("--batch-size", type=positive_int(1), default=8)
+    p.add_argument("--seq-len", type=positive_int(1), default=256)
+    p.add_argument("--d-model", type=positive_int(1), default=128)
+    p.add_argument("--heads", type=positive_int(1), default=4)
+    p.add_argument("--layers", type=positive_int(1), default=2)
+    p.add_argument("--vocab", type=positive_int(2), default=1000)
+    p.add_argument("--steps", type=positive_int(0), default=2)
+    p.add_argument("--threads", type=positive_int(0), default=1, help="0: PyTorch's default")
+    p.add_argument("--seed", type=positive_int(0), default=0)
     o = p.parse_args(argv)
     if o.d_model % o.heads:
         raise UsageError(f"--d-model {o.d_model} is not divisible by --heads {o.heads}")

@@ -17,27 +17,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-
-class UsageError(Exception):
-    pass
-
-
-class Parser(argparse.ArgumentParser):
-    # One line and exit status 2, as the C++ trainer does, instead of argparse's usage block.
-    def error(self, message):
-        raise UsageError(message)
-
-
-def positive_int(minimum):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'")
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
-        return value
-    return parse
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from trainer_flags import Parser, UsageError, positive_int  # noqa: E402
 
 
 def positive_float(text):
