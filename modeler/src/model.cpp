@@ -52,6 +52,7 @@ TermSearchOptions shaped_terms(const Dataset& d, const FitOptions& options) {
     shaped.param_exponents = prior_exponents(d.params, options.terms.exponents, options.priors);
     shaped.required_power = required_powers(d.params, ranges_of(d), options.priors);
     shaped.exponential = exponential_params(d.params, options.priors);
+    shaped.max_degree = options.priors.max_degree;
     // At two values 4^x is a line in x, as any function is: the candidates would only add forms
     // for the search to choose among (the U-net sweeps, levels 4 and 5: the C++ sweep's
     // extrapolation 0.80% -> 1.15%, the GPU sweep's random bound coverage 95.0% -> 94.3%).
@@ -94,6 +95,7 @@ SubModel fit_group(const Dataset& d, const FitOptions& options) {
     stated_only.affine.clear();
     stated_only.integer_powers.clear();
     unshaped.exponential.clear();
+    unshaped.max_degree = 0;
     stated_only.axes = options.priors.axes;
     unshaped.param_exponents = prior_exponents(d.params, options.terms.exponents, stated_only);
     auto free = search_terms(d, unshaped);

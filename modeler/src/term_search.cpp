@@ -40,11 +40,20 @@ std::uint64_t requirements_of(const TermSearchOptions& o) {
   return all;
 }
 
+// The sum of a term's powers: the axes of the tensor it counts (TermSearchOptions::max_degree).
+double degree(const CompoundTerm& t) {
+  double sum = 0;
+  for (const auto& s : t.factors)
+    if (!s.exponential) sum += s.exponent;
+  return sum;
+}
+
 // Enumerates factor choices per parameter, then products over up to max_factors parameters.
 void build_terms(std::size_t param, std::size_t params, const TermSearchOptions& o,
                  CompoundTerm& current, std::vector<CompoundTerm>& out) {
   if (param == params) {
-    if (!current.factors.empty()) out.push_back(current);
+    if (!current.factors.empty() && (o.max_degree == 0 || degree(current) <= o.max_degree))
+      out.push_back(current);
     return;
   }
   build_terms(param + 1, params, o, current, out);  // parameter absent

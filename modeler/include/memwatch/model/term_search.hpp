@@ -25,6 +25,8 @@ struct TermSearchOptions {
   std::vector<bool> exponential;
   // Powers of log2(x) a factor may carry besides x^i; {0} disables log factors.
   std::vector<int> log_exponents{0};
+  // The largest sum of a term's powers (2^x and 4^x add none); 0: no limit (priors.hpp).
+  double max_degree = 0;
   std::size_t max_terms = 4;      // K
   std::size_t max_factors = 3;    // parameters per term
   std::size_t keep_per_step = 6;  // candidates per forward step that join the exhaustive pool
