@@ -250,11 +250,11 @@ TEST(SweepAuto, ALawPredictingLessThanTheRunsMadeKeepsToTheirSizesAndTheNextRuns
 }
 
 // The transformer's measured peaks (bench/data/transformer-cpu.csv, 75 runs, in MiB), replayed:
-// its first runs sit within 30% of its 100 MiB floor, where a term of seq^3·batch·d_model^2 fitted
-// them as well as the attention's seq^2·batch, and the sweep's laws swung from 0.4 to 280 GiB at
-// the target (2.57 GiB) before they settled. No tensor has six axes: with the terms' powers
-// summing to at most 5.5 the sweep settles on the transformer's own law within 12 runs (it took
-// more than 16).
+// its first runs sit within 30% of its 100 MiB floor, where forms no tensor has fit them as well
+// as its law (ten such runs, seq^3·batch·d_model^2: 43 GiB at the target, which measures 2.57).
+// Without a limit on a term's powers the sweep's laws at the target went 83, 2.6, 17 and 3.3 GiB
+// over runs 7-10 and had not settled at 16; summing to at most 5.5 (a tensor's five axes), they
+// settle on the transformer's own law within 12 runs.
 TEST(SweepAuto, ATransformersMeasuredPeaksSettleOnItsLawWithinTwelveRuns) {
   TempDir dir;
   std::map<std::string, double> peaks;
