@@ -12,7 +12,7 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def positive_int(minimum):
+def int_at_least(minimum):
     """An argparse type: an integer of at least `minimum`."""
     def parse(text):
         try:

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "process.hpp"
@@ -208,6 +209,32 @@ Finished sweep_gpu_peaks(const TempDir& dir, const std::vector<std::vector<int>>
   return run(argv);
 }
 
+// sweep --auto toward batch=16, seq=1024, WIDTH=256 over a transformer's grid (batch 1-16, seq
+// 64-1024, WIDTH 64-256), replaying `peaks` (MiB by "BATCHxSEQxWIDTH"), at most `budget` runs; the
+// model goes to dir's model.json, the runs to its auto.csv.
+Finished sweep_transformer(const TempDir& dir, const std::map<std::string, double>& peaks,
+                           const std::string& width, const std::string& budget) {
+  const std::string script = replay_script(dir, "transformer.sh", 3, peaks);
+  std::vector<std::string> argv{
+      MEMWATCH_BIN, "sweep", "--auto", "--shim", SHIM_PATH, "--out", dir.file("auto.csv")};
+  argv.insert(argv.end(), {"--toward", "batch=16,seq=1024," + width + "=256", "--budget-runs",
+                           budget, "--model-out", dir.file("model.json")});
+  argv.insert(argv.end(),
+              {"--grid", "batch=1,2,4,8,16", "--grid", "seq=64,128,256,512,1024", "--grid",
+               width + "=64,128,256", "--", script, "{batch}", "{seq}", "{" + width + "}"});
+  return run(argv);
+}
+
+// The prediction and upper bound of dir's model.json at the transformer sweep's target.
+std::pair<double, double> transformer_target(const TempDir& dir, const std::string& width) {
+  const Finished p = run({MEMWATCH_BIN, "predict", "--model", dir.file("model.json"), "batch=16",
+                          "seq=1024", width + "=256", "--json"});
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  const auto prediction = p.out.find("\"prediction\":"), upper = p.out.find("\"upper\":");
+  if (prediction == std::string::npos || upper == std::string::npos) return {0, 0};
+  return {std::stod(p.out.substr(prediction + 13)), std::stod(p.out.substr(upper + 8))};
+}
+
 // A PyTorch transformer language model's peak (embedding, 2 encoder layers of 4 heads, AdamW; 27
 // runs at batch 2-8, seq 64-256, d_model 64-256 fitted it to 0.11%): 98.6 MiB of floor, the
 // attention's batch x seq^2 and the activations' batch x seq x d_model, 2.5 GiB at the target.
@@ -226,26 +253,14 @@ TEST(SweepAuto, ALawPredictingLessThanTheRunsMadeKeepsToTheirSizesAndTheNextRuns
     for (int s : {64, 128, 256, 512, 1024})
       for (int d : {64, 128, 256})
         peaks[std::to_string(b) + "x" + std::to_string(s) + "x" + std::to_string(d)] = mib(b, s, d);
-  const std::string script = replay_script(dir, "transformer.sh", 3, peaks);
-  const auto out = dir.file("auto.csv"), model = dir.file("model.json");
-  std::vector<std::string> argv{MEMWATCH_BIN, "sweep", "--auto", "--shim", SHIM_PATH, "--out", out};
-  argv.insert(argv.end(), {"--toward", "batch=16,seq=1024,d=256", "--budget-runs", "14"});
-  argv.insert(argv.end(), {"--model-out", model});
-  for (const std::string grid : {"batch=1,2,4,8,16", "seq=64,128,256,512,1024", "d=64,128,256"})
-    argv.insert(argv.end(), {"--grid", grid});
-  for (const std::string word : {"--", script.c_str(), "{batch}", "{seq}", "{d}"})
-    argv.push_back(word);
-  const Finished o = run(argv);
+  const Finished o = sweep_transformer(dir, peaks, "d", "14");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out.find("no grid point left"), std::string::npos) << o.out;
   const double truth = mib(16, 1024, 256) * (1 << 20);
-  for (const Row& row : read_csv(out))
+  for (const Row& row : read_csv(dir.file("auto.csv")))
     EXPECT_LE(std::stod(row.at("host_peak_bytes")), truth / 8)
         << "batch " << row.at("batch") << " seq " << row.at("seq") << " d " << row.at("d");
-  const Finished p =
-      run({MEMWATCH_BIN, "predict", "--model", model, "batch=16", "seq=1024", "d=256"});
-  ASSERT_EQ(p.exit_code, 0) << p.err;
-  const double predicted = std::stod(p.out.substr(p.out.find("prediction ") + 11));
+  const auto [predicted, upper] = transformer_target(dir, "d");
   EXPECT_NEAR(predicted / truth, 1, 0.05) << o.out << o.err;
 }
 
@@ -268,28 +283,14 @@ TEST(SweepAuto, ATransformersMeasuredPeaksSettleOnItsLawWithinTwelveRuns) {
   }
   ASSERT_EQ(peaks.size(), 75U);
   ASSERT_GT(truth, 0);
-  const std::string script = replay_script(dir, "transformer.sh", 3, peaks);
-  const auto out = dir.file("auto.csv"), model = dir.file("model.json");
-  std::vector<std::string> argv{MEMWATCH_BIN, "sweep", "--auto", "--shim", SHIM_PATH, "--out", out};
-  argv.insert(argv.end(), {"--toward", "batch=16,seq=1024,d_model=256", "--budget-runs", "12"});
-  argv.insert(argv.end(), {"--model-out", model});
-  for (const std::string grid :
-       {"batch=1,2,4,8,16", "seq=64,128,256,512,1024", "d_model=64,128,256"})
-    argv.insert(argv.end(), {"--grid", grid});
-  for (const std::string word : {"--", script.c_str(), "{batch}", "{seq}", "{d_model}"})
-    argv.push_back(word);
-  const Finished o = run(argv);
+  const Finished o = sweep_transformer(dir, peaks, "d_model", "12");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("stopped: the bound is within 2% of the prediction"), std::string::npos)
       << o.out << o.err;
-  for (const Row& row : read_csv(out))
+  for (const Row& row : read_csv(dir.file("auto.csv")))
     EXPECT_LE(std::stod(row.at("host_peak_bytes")), truth / 8)
         << "batch " << row.at("batch") << " seq " << row.at("seq") << " d " << row.at("d_model");
-  const Finished p = run(
-      {MEMWATCH_BIN, "predict", "--model", model, "batch=16", "seq=1024", "d_model=256", "--json"});
-  ASSERT_EQ(p.exit_code, 0) << p.err;
-  const double predicted = std::stod(p.out.substr(p.out.find("\"prediction\":") + 13));
-  const double upper = std::stod(p.out.substr(p.out.find("\"upper\":") + 8));
+  const auto [predicted, upper] = transformer_target(dir, "d_model");
   EXPECT_NEAR(predicted / truth, 1, 0.02) << o.out << o.err;
   EXPECT_GE(upper, truth * 0.99) << o.out << o.err;
 }

@@ -16,21 +16,21 @@ from torch import nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from trainer_flags import Parser, UsageError, positive_int  # noqa: E402
+from trainer_flags import Parser, UsageError, int_at_least  # noqa: E402
 
 
 def parse_options(argv):
     p = Parser(prog="train.py", allow_abbrev=False,
                description="Trains a causal transformer language model on synthetic tokens.")
-    p.add_argument("--batch-size", type=positive_int(1), default=8)
-    p.add_argument("--seq-len", type=positive_int(1), default=256)
-    p.add_argument("--d-model", type=positive_int(1), default=128)
-    p.add_argument("--heads", type=positive_int(1), default=4)
-    p.add_argument("--layers", type=positive_int(1), default=2)
-    p.add_argument("--vocab", type=positive_int(2), default=1000)
-    p.add_argument("--steps", type=positive_int(0), default=2)
-    p.add_argument("--threads", type=positive_int(0), default=1, help="0: PyTorch's default")
-    p.add_argument("--seed", type=positive_int(0), default=0)
+    p.add_argument("--batch-size", type=int_at_least(1), default=8)
+    p.add_argument("--seq-len", type=int_at_least(1), default=256)
+    p.add_argument("--d-model", type=int_at_least(1), default=128)
+    p.add_argument("--heads", type=int_at_least(1), default=4)
+    p.add_argument("--layers", type=int_at_least(1), default=2)
+    p.add_argument("--vocab", type=int_at_least(2), default=1000)
+    p.add_argument("--steps", type=int_at_least(0), default=2)
+    p.add_argument("--threads", type=int_at_least(0), default=1, help="0: PyTorch's default")
+    p.add_argument("--seed", type=int_at_least(0), default=0)
     o = p.parse_args(argv)
     if o.d_model % o.heads:
         raise UsageError(f"--d-model {o.d_model} is not divisible by --heads {o.heads}")

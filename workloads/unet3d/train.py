@@ -18,7 +18,7 @@ from torch import nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from trainer_flags import Parser, UsageError, positive_int  # noqa: E402
+from trainer_flags import Parser, UsageError, int_at_least  # noqa: E402
 
 
 def positive_float(text):
@@ -35,7 +35,7 @@ def shape3(text):
     parts = text.split(",")
     if len(parts) != 3:
         raise argparse.ArgumentTypeError("expected D,H,W (three values)")
-    return [positive_int(1)(p) for p in parts]
+    return [int_at_least(1)(p) for p in parts]
 
 
 def config_flags(argv, parser):
@@ -73,21 +73,21 @@ def config_flags(argv, parser):
 def parse_options(argv):
     p = Parser(prog="train.py", allow_abbrev=False,
                description="Trains the reference 3D U-net; the last stdout line is a JSON summary.")
-    p.add_argument("--batch-size", type=positive_int(1), default=1)
-    p.add_argument("--dim", type=positive_int(1))
+    p.add_argument("--batch-size", type=int_at_least(1), default=1)
+    p.add_argument("--dim", type=int_at_least(1))
     p.add_argument("--shape", type=shape3)
-    p.add_argument("--channels", type=positive_int(1), default=4)
-    p.add_argument("--classes", type=positive_int(1), default=3)
-    p.add_argument("--filters", type=positive_int(1), default=16)
-    p.add_argument("--levels", type=positive_int(1), default=5)
-    p.add_argument("--steps", type=positive_int(0), default=10)
+    p.add_argument("--channels", type=int_at_least(1), default=4)
+    p.add_argument("--classes", type=int_at_least(1), default=3)
+    p.add_argument("--filters", type=int_at_least(1), default=16)
+    p.add_argument("--levels", type=int_at_least(1), default=5)
+    p.add_argument("--steps", type=int_at_least(0), default=10)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--threads", type=positive_int(0), default=0)
-    p.add_argument("--seed", type=positive_int(0), default=0)
+    p.add_argument("--threads", type=int_at_least(0), default=0)
+    p.add_argument("--seed", type=int_at_least(0), default=0)
     p.add_argument("--lr", type=positive_float, default=1e-3)
     p.add_argument("--data")
-    p.add_argument("--workers", type=positive_int(0), default=0)
+    p.add_argument("--workers", type=int_at_least(0), default=0)
     p.add_argument("--config")
     o = p.parse_args(config_flags(argv, p) + argv)
     if o.dim is not None and o.shape is not None:
